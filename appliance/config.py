@@ -1,0 +1,227 @@
+"""One settings object: defaults → TOML file → APPLIANCE_* environment, read once.
+
+The TOML file is $APPLIANCE_CONFIG if set, else $APPLIANCE_HOME/appliance.toml when it exists.
+Sections in the file match the nested models below (`[ingest]`, `[search]`, …); environment
+variables are APPLIANCE_<FIELD> for top-level fields and APPLIANCE_<SECTION>_<FIELD> for the
+others, e.g. APPLIANCE_SEARCH_RRF_K=30. Every field has a description and bounds, and
+`appliance config show` prints where each value came from.
+"""
+
+from __future__ import annotations
+
+import os
+import tomllib
+from pathlib import Path
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from appliance.errors import ConfigError
+
+ENV_PREFIX = "APPLIANCE_"
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class IngestSettings(Section):
+    max_file_bytes: int = Field(
+        50 * 1024 * 1024, ge=1024, le=2**34, description="Files larger than this are reported, not read."
+    )
+    chunk_max_tokens: int = Field(
+        256,
+        ge=32,
+        le=8192,
+        description="Upper bound of a chunk in embedder tokens, header included (all-MiniLM-L6-v2 stops at 256).",
+    )
+    chunk_overlap_tokens: int = Field(
+        32, ge=0, le=512, description="Tokens repeated from the end of a chunk at the start of the next one."
+    )
+    follow_symlinks: bool = Field(False, description="Follow symbolic links when scanning source folders.")
+
+
+class EmbedderSettings(Section):
+    model: str = Field("all-MiniLM-L6-v2", description="Folder name of the embedder in the model store.")
+    batch_size: int = Field(64, ge=1, le=4096, description="Texts per embedding batch.")
+    device: str = Field("cpu", description="Torch device for the embedder: cpu, cuda, cuda:0, mps.")
+
+
+class VectorSettings(Section):
+    url: str = Field(
+        "", description="Empty: a local Chroma PersistentClient under the home. http://HOST:PORT: a `chroma run` server."
+    )
+    collection: str = Field("chunks", min_length=3, max_length=63, description="Chroma collection name.")
+    hnsw_ef_construction: int = Field(100, ge=8, le=2000, description="HNSW build-time candidate list size.")
+    hnsw_max_neighbors: int = Field(16, ge=4, le=256, description="HNSW graph degree (M).")
+    hnsw_ef_search: int = Field(100, ge=8, le=2000, description="HNSW query-time candidate list size.")
+
+
+class IndexSettings(Section):
+    lock_timeout_s: float = Field(
+        30.0, ge=0.0, le=86400.0, description="How long a reindex waits for another writer before giving up."
+    )
+
+
+class SearchSettings(Section):
+    k: int = Field(10, ge=1, le=1000, description="Hits returned by default.")
+    mode: Literal["lexical", "dense", "hybrid"] = Field("hybrid", description="Default retrieval mode.")
+    candidates: int = Field(50, ge=1, le=5000, description="Top-N taken from each retriever before fusion.")
+    rrf_k: float = Field(60.0, gt=0.0, le=10000.0, description="Reciprocal rank fusion constant k.")
+
+
+class Settings(Section):
+    home: Path = Field(Path(".appliance"), description="Folder holding all state: catalog, vectors, locks, logs.")
+    models_dir: Path = Field(Path("models"), description="The local model store; nothing is ever downloaded.")
+    ingest: IngestSettings = Field(default_factory=IngestSettings)  # type: ignore[arg-type]
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)  # type: ignore[arg-type]
+    vectors: VectorSettings = Field(default_factory=VectorSettings)  # type: ignore[arg-type]
+    index: IndexSettings = Field(default_factory=IndexSettings)  # type: ignore[arg-type]
+    search: SearchSettings = Field(default_factory=SearchSettings)  # type: ignore[arg-type]
+
+    # Derived locations: one place that says where each piece of state lives.
+    @property
+    def catalog_path(self) -> Path:
+        return self.home / "catalog.sqlite"
+
+    @property
+    def chroma_path(self) -> Path:
+        return self.home / "chroma"
+
+    @property
+    def lock_path(self) -> Path:
+        return self.home / "index.lock"
+
+    def embedder_path(self) -> Path:
+        return self.models_dir / "embedder" / self.embedder.model
+
+
+SECTIONS: dict[str, type[Section]] = {
+    name: field.annotation  # type: ignore[misc]
+    for name, field in Settings.model_fields.items()
+    if isinstance(field.annotation, type) and issubclass(field.annotation, Section)
+}
+
+
+def config_file_path(environ: dict[str, str] | os._Environ[str] | None = None) -> Path | None:
+    env = os.environ if environ is None else environ
+    if env.get("APPLIANCE_CONFIG"):
+        return Path(env["APPLIANCE_CONFIG"])
+    candidate = Path(env.get("APPLIANCE_HOME", ".appliance")) / "appliance.toml"
+    return candidate if candidate.exists() else None
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except FileNotFoundError as exc:
+        raise ConfigError(f"config file {path} does not exist (APPLIANCE_CONFIG)") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ConfigError(f"config file {path} is not valid TOML: {exc}") from exc
+
+
+def _env_overrides(env: dict[str, str] | os._Environ[str]) -> tuple[dict[str, Any], dict[str, str]]:
+    """Map APPLIANCE_* variables onto the settings tree; return (values, source names)."""
+    values: dict[str, Any] = {}
+    sources: dict[str, str] = {}
+    for name, field in Settings.model_fields.items():
+        if name in SECTIONS:
+            for sub in SECTIONS[name].model_fields:
+                var = f"{ENV_PREFIX}{name}_{sub}".upper()
+                if var in env:
+                    values.setdefault(name, {})[sub] = env[var]
+                    sources[f"{name}.{sub}"] = f"env {var}"
+        else:
+            var = f"{ENV_PREFIX}{name}".upper()
+            if var in env:
+                values[name] = env[var]
+                sources[name] = f"env {var}"
+    return values, sources
+
+
+def _merge(base: dict[str, Any], override: dict[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = _merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _flatten_keys(tree: dict[str, Any], prefix: str = "") -> list[str]:
+    keys: list[str] = []
+    for key, value in tree.items():
+        if isinstance(value, dict):
+            keys.extend(_flatten_keys(value, f"{prefix}{key}."))
+        else:
+            keys.append(f"{prefix}{key}")
+    return keys
+
+
+class LoadedSettings:
+    """Settings plus where each value came from (for `config show`)."""
+
+    def __init__(self, settings: Settings, sources: dict[str, str], file: Path | None) -> None:
+        self.settings = settings
+        self.sources = sources
+        self.file = file
+
+
+def load_settings_with_sources(environ: dict[str, str] | os._Environ[str] | None = None) -> LoadedSettings:
+    env = os.environ if environ is None else environ
+    file = config_file_path(env)
+    file_values = _read_toml(file) if file else {}
+    env_values, sources = _env_overrides(env)
+    for key in _flatten_keys(file_values):
+        sources.setdefault(key, f"file {file}")
+    try:
+        settings = Settings.model_validate(_merge(file_values, env_values))
+    except ValidationError as exc:
+        problems = []
+        for error in exc.errors():
+            key = ".".join(str(part) for part in error["loc"])
+            origin = sources.get(key, "default")
+            problems.append(f"{key} ({origin}): {error['msg']}")
+        raise ConfigError("invalid settings: " + "; ".join(problems)) from exc
+    return LoadedSettings(settings, sources, file)
+
+
+def load_settings(environ: dict[str, str] | os._Environ[str] | None = None) -> Settings:
+    return load_settings_with_sources(environ).settings
+
+
+def settings_table(loaded: LoadedSettings) -> list[dict[str, Any]]:
+    """Every setting as {key, value, default, source, description}, for display."""
+    rows: list[dict[str, Any]] = []
+    settings = loaded.settings
+    for name, field in Settings.model_fields.items():
+        if name in SECTIONS:
+            section = getattr(settings, name)
+            for sub, subfield in SECTIONS[name].model_fields.items():
+                key = f"{name}.{sub}"
+                rows.append(
+                    {
+                        "key": key,
+                        "value": _jsonable(getattr(section, sub)),
+                        "default": _jsonable(subfield.default),
+                        "source": loaded.sources.get(key, "default"),
+                        "description": subfield.description or "",
+                    }
+                )
+        else:
+            rows.append(
+                {
+                    "key": name,
+                    "value": _jsonable(getattr(settings, name)),
+                    "default": _jsonable(field.default),
+                    "source": loaded.sources.get(name, "default"),
+                    "description": field.description or "",
+                }
+            )
+    return rows
+
+
+def _jsonable(value: Any) -> Any:
+    return str(value) if isinstance(value, Path) else value

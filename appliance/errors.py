@@ -1,0 +1,40 @@
+"""Error types shared by the library, the CLI (exit codes) and later the HTTP API."""
+
+from __future__ import annotations
+
+
+class ApplianceError(Exception):
+    """Base class: a failure the user can act on, with a message that says what and where."""
+
+    exit_code = 1
+
+
+class ConfigError(ApplianceError):
+    """A setting is missing, malformed or out of bounds (names the setting and its source)."""
+
+    exit_code = 2
+
+
+class DocumentError(ApplianceError):
+    """One document could not be read. The run goes on; the file is reported with this reason."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"{path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
+class UnsupportedDocument(DocumentError):
+    """The file's type is not one the appliance indexes; it is skipped, not failed."""
+
+
+class ModelNotFound(ApplianceError):
+    """A model is not in the local model store. Nothing is ever downloaded at run time."""
+
+
+class IndexBusy(ApplianceError):
+    """Another process holds the index writer lock."""
+
+
+class IndexError_(ApplianceError):
+    """The index is damaged in a way reconcile cannot repair."""

