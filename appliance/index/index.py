@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from appliance.config import Settings
+from appliance.faults import crash_point
 from appliance.index.catalog import Catalog
 from appliance.index.vectors import VectorIndex
 
@@ -73,6 +74,7 @@ class Index:
         if stray:
             self.vectors.delete(sorted(stray))
             repair.vectors_deleted = len(stray)
+            crash_point("during_reconcile")
         missing = sorted(catalog_ids - vector_ids)
         if missing:
             import numpy as np

@@ -21,6 +21,7 @@ import numpy as np
 
 from appliance.config import Settings
 from appliance.errors import ApplianceError, DocumentError, UnsupportedDocument
+from appliance.faults import crash_point
 from appliance.index.catalog import DocumentRow, text_sha256
 from appliance.index.index import VECTORS_DIRTY, Index, Repair
 from appliance.index.lock import writer_lock
@@ -285,6 +286,7 @@ class _BatchWriter:
         self._mark_dirty()
         old_ids = self.index.catalog.chunk_ids_of(path)
         self.index.catalog.remove_document(path)
+        crash_point("after_catalog_remove")
         self.index.vectors.delete(old_ids)
 
     def flush(self) -> None:
@@ -300,6 +302,7 @@ class _BatchWriter:
         paths = [item.found.display_path for item in batch for _ in item.chunks]
         if all_chunks:
             vectors.upsert([c.id for c in all_chunks], embeddings, paths)
+        crash_point("after_vectors_upsert")
         offset = 0
         with catalog.transaction():
             for item in batch:
@@ -311,6 +314,8 @@ class _BatchWriter:
                     embeddings=embeddings[offset : offset + count], embedding_model=model_id,
                 )
                 offset += count
+                crash_point("inside_catalog_transaction")
+        crash_point("after_catalog_commit")
         stale: set[str] = set()
         for item in batch:
             stale |= old_ids[item.found.display_path] - {c.id for c in item.chunks}
@@ -319,6 +324,7 @@ class _BatchWriter:
             else:
                 self.report.updated += 1
         vectors.delete(sorted(stale))
+        crash_point("after_vectors_delete")
 
     def _embed(self, chunks: list[Chunk], model_id: str) -> np.ndarray:
         shas = [text_sha256(c.embedding_text) for c in chunks]

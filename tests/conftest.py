@@ -1,0 +1,48 @@
+"""Shared fixtures: a model store built from the installed PyPI model packages, and a fresh
+APPLIANCE_HOME per test. Nothing here touches a network."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from appliance.config import Settings
+from appliance.models.packages import init_store_from_packages
+from appliance.models.store import ModelStore
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_DATA = REPO.parent / "shared" / "data"
+RUNBOOKS = SHARED_DATA / "runbooks"
+
+
+@pytest.fixture(scope="session")
+def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A model store holding the real embedder (hard links into site-packages: instant)."""
+    root = tmp_path_factory.mktemp("models")
+    init_store_from_packages(ModelStore(root), ["all-MiniLM-L6-v2"])
+    return root
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    path = tmp_path / "home"
+    path.mkdir()
+    return path
+
+
+@pytest.fixture
+def settings(home: Path, models_dir: Path) -> Settings:
+    return Settings(home=home, models_dir=models_dir)
+
+
+@pytest.fixture
+def cli_env(home: Path, models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, str]]:
+    """Environment for running the CLI (in-process or as a subprocess) against the test home."""
+    env = {"APPLIANCE_HOME": str(home), "APPLIANCE_MODELS_DIR": str(models_dir)}
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    monkeypatch.delenv("APPLIANCE_CONFIG", raising=False)
+    yield {**os.environ, **env}
