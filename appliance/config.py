@@ -49,7 +49,8 @@ class EmbedderSettings(Section):
 
 class VectorSettings(Section):
     url: str = Field(
-        "", description="Empty: a local Chroma PersistentClient under the home. http://HOST:PORT: a `chroma run` server."
+        "",
+        description="Empty: a local Chroma PersistentClient under the home. http://HOST:PORT: a `chroma run` server.",
     )
     collection: str = Field("chunks", min_length=3, max_length=63, description="Chroma collection name.")
     hnsw_ef_construction: int = Field(100, ge=8, le=2000, description="HNSW build-time candidate list size.")
@@ -125,7 +126,7 @@ def _env_overrides(env: dict[str, str] | os._Environ[str]) -> tuple[dict[str, An
     """Map APPLIANCE_* variables onto the settings tree; return (values, source names)."""
     values: dict[str, Any] = {}
     sources: dict[str, str] = {}
-    for name, field in Settings.model_fields.items():
+    for name in Settings.model_fields:
         if name in SECTIONS:
             for sub in SECTIONS[name].model_fields:
                 var = f"{ENV_PREFIX}{name}_{sub}".upper()

@@ -24,9 +24,7 @@ def index_status(settings: Settings) -> dict[str, Any]:
         counts = catalog.counts()
         consistency = index.check()
         last = catalog.get_state("last_reindex")
-        catalog_bytes = sum(
-            _folder_size(Path(str(settings.catalog_path) + suffix)) for suffix in ("", "-wal", "-shm")
-        )
+        catalog_bytes = sum(_folder_size(Path(str(settings.catalog_path) + suffix)) for suffix in ("", "-wal", "-shm"))
         return {
             "home": str(settings.home),
             "documents": counts["documents"],

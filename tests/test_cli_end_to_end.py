@@ -30,8 +30,16 @@ def as_json(result: subprocess.CompletedProcess[str]) -> Any:
 @pytest.mark.slow
 def test_prometheus_operator_runbooks_end_to_end(cli_env: dict[str, str]) -> None:
     report = as_json(appliance(cli_env, "ingest", str(PROMETHEUS), "--json"))
-    assert set(report) >= {"added", "updated", "removed", "unchanged", "failed", "chunks_embedded", "chunks_total",
-                           "seconds"}
+    assert set(report) >= {
+        "added",
+        "updated",
+        "removed",
+        "unchanged",
+        "failed",
+        "chunks_embedded",
+        "chunks_total",
+        "seconds",
+    }
     markdown_files = [p for p in PROMETHEUS.rglob("*.md") if not any(part.startswith(".") for part in p.parts)]
     assert report["added"] + len(report["failed"]) == len(markdown_files)
     assert report["added"] >= 100

@@ -75,7 +75,9 @@ def test_config_show_json_lists_every_setting_with_value_default_and_source(
     assert all(row["description"] for row in rows.values())
 
 
-def test_a_bad_setting_makes_the_cli_exit_2_with_one_line(cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_setting_makes_the_cli_exit_2_with_one_line(
+    cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("APPLIANCE_SEARCH_K", "many")
     result = CliRunner().invoke(cli, ["status"])
     assert result.exit_code == 2

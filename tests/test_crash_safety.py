@@ -42,10 +42,7 @@ def change_corpus(root: Path) -> None:
 def snapshot(settings: Settings) -> tuple[list[tuple[str, tuple[str, ...]]], set[str]]:
     index = Index(settings)
     try:
-        docs = [
-            (doc.path, tuple(sorted(index.catalog.chunk_ids_of(doc.path))))
-            for doc in index.catalog.documents()
-        ]
+        docs = [(doc.path, tuple(sorted(index.catalog.chunk_ids_of(doc.path)))) for doc in index.catalog.documents()]
         return docs, index.vectors.ids()
     finally:
         index.close()
@@ -96,8 +93,13 @@ def clean_state(tmp_path: Path, models_dir: Path) -> tuple[list[tuple[str, tuple
 
 @pytest.mark.parametrize(
     "point",
-    ["after_vectors_upsert", "inside_catalog_transaction", "after_catalog_commit", "after_vectors_delete",
-     "after_catalog_remove"],
+    [
+        "after_vectors_upsert",
+        "inside_catalog_transaction",
+        "after_catalog_commit",
+        "after_vectors_delete",
+        "after_catalog_remove",
+    ],
 )
 def test_sigkill_during_reindex_then_repair(
     point: str, settings: Settings, cli_env: dict[str, str], tmp_path: Path, clean_state: object

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 from appliance.config import Settings
 from appliance.index.index import Index
@@ -88,7 +90,9 @@ def fts_conn() -> sqlite3.Connection:
     conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
     apply_migrations(conn)
     conn.execute("INSERT INTO sources VALUES ('x', 0)")
-    conn.execute("INSERT INTO documents VALUES (1, 'x/a.md', '/x/a.md', 'x', '', 1, 0, 'md', 'A', 'indexed', NULL, 1, 0)")
+    conn.execute(
+        "INSERT INTO documents VALUES (1, 'x/a.md', '/x/a.md', 'x', '', 1, 0, 'md', 'A', 'indexed', NULL, 1, 0)"
+    )
     text = 'Close VLV-3042-B. "Quoted" AND OR NOT NEAR(a b) col:umn * ^ ( ) {x} -- ; \' é 中文'
     conn.execute(
         "INSERT INTO chunks VALUES ('c1', 1, 0, 'A', ?, 'A', NULL, 0, 1, ?, 'sha', x'00', 'm')",
@@ -104,7 +108,7 @@ def test_no_query_string_raises_an_fts5_error(fts_conn: sqlite3.Connection, quer
 
 
 @pytest.mark.parametrize(
-    "query", ['"', 'AND', 'NEAR(', 'col:umn', '*', '^a', '"unbalanced', "a OR", "-x", "\x00", "中文", "{x}"]
+    "query", ['"', "AND", "NEAR(", "col:umn", "*", "^a", '"unbalanced', "a OR", "-x", "\x00", "中文", "{x}"]
 )
 def test_fts5_operators_in_a_query_are_plain_text(fts_conn: sqlite3.Connection, query: str) -> None:
     lexical_search(fts_conn, query, 10)

@@ -68,10 +68,13 @@ def test_a_concurrent_cli_reindex_refuses_with_a_message_and_exit_1(
 
 def test_a_killed_writer_never_leaves_a_stale_lock(settings: Settings, tmp_path: Path) -> None:
     holder = subprocess.Popen(
-        [sys.executable, "-c",
-         "import sys, time; from pathlib import Path; from appliance.index.lock import writer_lock\n"
-         "with writer_lock(Path(sys.argv[1]), 0):\n    print('held', flush=True); time.sleep(60)",
-         str(settings.lock_path)],
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from appliance.index.lock import writer_lock\n"
+            "with writer_lock(Path(sys.argv[1]), 0):\n    print('held', flush=True); time.sleep(60)",
+            str(settings.lock_path),
+        ],
         stdout=subprocess.PIPE,
         text=True,
     )

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -17,14 +18,14 @@ class _Bar:
     """A click progress bar driven by the pipeline's (path, index, total) callback."""
 
     def __init__(self) -> None:
-        self.bar: Any = None
+        self.bar: Any = None  # click's ProgressBar
         self.total = 0
 
     def __call__(self, path: str, position: int, total: int) -> None:
         if self.bar is None or total != self.total:
             self.close()
             self.total = total
-            self.bar = click.progressbar(length=total, label="indexing", file=click.get_text_stream("stderr"))
+            self.bar = click.progressbar(length=total, label="indexing", file=sys.stderr)
             self.bar.__enter__()
         self.bar.update(1)
 
@@ -138,14 +139,19 @@ def register(cli: click.Group) -> None:
             echo_json(status)
         else:
             click.echo(f"home:         {status['home']}")
-            click.echo(f"documents:    {status['documents']} indexed, {status['failed_documents']} failed, "
-                       f"{status['skipped_documents']} skipped")
+            click.echo(
+                f"documents:    {status['documents']} indexed, {status['failed_documents']} failed, "
+                f"{status['skipped_documents']} skipped"
+            )
             click.echo(f"chunks:       {status['chunks']} (vectors: {status['vectors']})")
             click.echo(f"sources:      {', '.join(status['sources']) or '(none)'}")
             sizes = status["sizes_bytes"]
-            click.echo(f"size:         catalog {sizes['catalog'] / 1e6:.1f} MB, vectors {sizes['vectors'] / 1e6:.1f} MB")
+            click.echo(
+                f"size:         catalog {sizes['catalog'] / 1e6:.1f} MB, vectors {sizes['vectors'] / 1e6:.1f} MB"
+            )
             click.echo(f"last reindex: {status['last_reindex'] or 'never'}")
-            click.echo(f"models:       {', '.join(m['role'] + ' ' + m['name'] for m in status['models']) or '(none)'}")
+            models = ", ".join(f"{m['role']} {m['name']}" for m in status["models"])
+            click.echo(f"models:       {models or '(none)'}")
             click.echo(f"consistent:   {'yes' if status['consistent'] else 'NO ' + str(status['consistency'])}")
         if not status["consistent"]:
             raise SystemExit(1)

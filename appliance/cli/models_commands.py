@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import click
 
 from appliance.cli.common import current_settings, echo_json, handle_errors
@@ -32,8 +34,10 @@ def register(cli: click.Group) -> None:
         added = init_store_from_packages(
             store, chosen, progress=(lambda _: None) if as_json else (lambda m: click.echo(f"adding {m}", err=True))
         )
-        summary = [{"role": m.role, "name": m.name, "path": str(store.path_of(m)),
-                    "bytes": sum(f.size for f in m.files)} for m in added]
+        summary: list[dict[str, Any]] = [
+            {"role": m.role, "name": m.name, "path": str(store.path_of(m)), "bytes": sum(f.size for f in m.files)}
+            for m in added
+        ]
         if as_json:
             echo_json({"store": str(store.root), "models": summary})
         else:
@@ -49,8 +53,16 @@ def register(cli: click.Group) -> None:
         Example: appliance models list --json
         """
         store = ModelStore(current_settings().models_dir)
-        rows = [{"role": m.role, "name": m.name, "path": str(store.path_of(m)), "source": m.source,
-                 "bytes": sum(f.size for f in m.files)} for m in store.models()]
+        rows: list[dict[str, Any]] = [
+            {
+                "role": m.role,
+                "name": m.name,
+                "path": str(store.path_of(m)),
+                "source": m.source,
+                "bytes": sum(f.size for f in m.files),
+            }
+            for m in store.models()
+        ]
         if as_json:
             echo_json({"store": str(store.root), "models": rows})
         elif not rows:

@@ -162,8 +162,7 @@ class Catalog:
             """INSERT INTO documents(path, abs_path, source, sha256, size, mtime, type, title, status,
                                      error, chunk_count, indexed_at)
                VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
-            (path, abs_path, source, sha256, size, mtime, doc_type, title, status, error, len(chunks),
-             time.time()),
+            (path, abs_path, source, sha256, size, mtime, doc_type, title, status, error, len(chunks), time.time()),
         )
         document_id = cursor.lastrowid
         if chunks:
@@ -173,9 +172,21 @@ class Catalog:
                                       identifiers, text_sha256, embedding, embedding_model)
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 [
-                    (c.id, document_id, c.ord, c.header, c.text, c.section, c.page, c.start, c.end,
-                     c.identifiers, text_sha256(c.embedding_text),
-                     np.asarray(vector, dtype="<f4").tobytes(), embedding_model)
+                    (
+                        c.id,
+                        document_id,
+                        c.ord,
+                        c.header,
+                        c.text,
+                        c.section,
+                        c.page,
+                        c.start,
+                        c.end,
+                        c.identifiers,
+                        text_sha256(c.embedding_text),
+                        np.asarray(vector, dtype="<f4").tobytes(),
+                        embedding_model,
+                    )
                     for c, vector in zip(chunks, embeddings, strict=True)
                 ],
             )
@@ -214,9 +225,7 @@ class Catalog:
         for start in range(0, len(id_list), 500):
             batch = id_list[start : start + 500]
             marks = ",".join("?" * len(batch))
-            for chunk_id, blob in self.conn.execute(
-                f"SELECT id, embedding FROM chunks WHERE id IN ({marks})", batch
-            ):
+            for chunk_id, blob in self.conn.execute(f"SELECT id, embedding FROM chunks WHERE id IN ({marks})", batch):
                 yield chunk_id, np.frombuffer(blob, dtype="<f4")
 
     def embeddings_by_text_sha(self, shas: Iterable[str], model: str) -> dict[str, np.ndarray]:

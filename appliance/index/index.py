@@ -82,8 +82,6 @@ class Index:
             rows = self.catalog.chunks_by_ids(missing)
             pairs = list(self.catalog.embeddings(missing))
             ids = [chunk_id for chunk_id, _ in pairs]
-            self.vectors.upsert(
-                ids, np.stack([vector for _, vector in pairs]), [rows[i].document_path for i in ids]
-            )
+            self.vectors.upsert(ids, np.stack([vector for _, vector in pairs]), [rows[i].document_path for i in ids])
             repair.vectors_added = len(ids)
         return repair

@@ -101,8 +101,6 @@ def apply_migrations(conn: sqlite3.Connection) -> list[str]:
         if name in done:
             continue
         # executescript commits first; wrap the script and its record in one transaction.
-        conn.executescript(
-            "BEGIN;\n" + script + f"\nINSERT INTO migrations VALUES ('{name}', {time.time()});\nCOMMIT;"
-        )
+        conn.executescript("BEGIN;\n" + script + f"\nINSERT INTO migrations VALUES ('{name}', {time.time()});\nCOMMIT;")
         applied.append(name)
     return applied

@@ -98,7 +98,7 @@ class VectorIndex:
         if total == 0:
             return []
         result = self.collection.query(
-            query_embeddings=[np.asarray(embedding, dtype=np.float32)],
+            query_embeddings=np.asarray([embedding], dtype=np.float32),
             n_results=min(n, total),
             include=["distances"],
         )

@@ -26,7 +26,7 @@ def is_identifier(token: str) -> bool:
     has_alpha = bool(_HAS_ALPHA.search(token))
     if _SEPARATOR.search(token):
         # "e.g", "i.e" are words; a separator plus a digit or a second separator is an identifier.
-        return has_digit or len(_SEPARATOR.findall(token)) >= 1 and len(token) >= 5
+        return has_digit or (len(_SEPARATOR.findall(token)) >= 1 and len(token) >= 5)
     if has_digit and has_alpha:
         return True  # AIT201, ec2, 5xx
     return bool(_CAMEL.search(token))

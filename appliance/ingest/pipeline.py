@@ -159,8 +159,15 @@ def _sync_source(
         seen.add(item.display_path)
         if progress:
             progress(item.display_path, position, len(found))
-        pending = _prepare(settings, catalog_doc=existing.get(item.display_path), item=item, source=source,
-                           report=report, index=index, embedder=writer.embedder)
+        pending = _prepare(
+            settings,
+            catalog_doc=existing.get(item.display_path),
+            item=item,
+            source=source,
+            report=report,
+            index=index,
+            embedder=writer.embedder,
+        )
         if pending is not None:
             writer.add(pending)
     writer.flush()
@@ -200,7 +207,12 @@ def _prepare(
     except OSError as exc:
         _record_failure(index, catalog_doc, item, source, f"cannot read file ({exc.strerror or exc})", report)
         return None
-    if catalog_doc is not None and catalog_doc.sha256 == sha and catalog_doc.status != "failed" and not catalog_doc.error:
+    if (
+        catalog_doc is not None
+        and catalog_doc.sha256 == sha
+        and catalog_doc.status != "failed"
+        and not catalog_doc.error
+    ):
         catalog.touch_document(item.display_path, item.mtime)
         _count_unchanged(catalog_doc, item, report)
         return None
@@ -244,9 +256,19 @@ def _record_failure(
         catalog.conn.execute("UPDATE documents SET error = ? WHERE path = ?", (reason, item.display_path))
         return
     catalog.replace_document(
-        path=item.display_path, abs_path=str(item.abs_path), source=str(source), sha256=None, size=item.size,
-        mtime=item.mtime, doc_type=item.abs_path.suffix.lower().lstrip(".") or "unknown", title=None,
-        status="failed", error=reason, chunks=[], embeddings=None, embedding_model="",
+        path=item.display_path,
+        abs_path=str(item.abs_path),
+        source=str(source),
+        sha256=None,
+        size=item.size,
+        mtime=item.mtime,
+        doc_type=item.abs_path.suffix.lower().lstrip(".") or "unknown",
+        title=None,
+        status="failed",
+        error=reason,
+        chunks=[],
+        embeddings=None,
+        embedding_model="",
     )
 
 
@@ -308,10 +330,19 @@ class _BatchWriter:
             for item in batch:
                 count = len(item.chunks)
                 catalog.replace_document_in_transaction(
-                    path=item.found.display_path, abs_path=str(item.found.abs_path), source=item.source,
-                    sha256=item.sha256, size=item.found.size, mtime=item.found.mtime, doc_type=item.doc_type,
-                    title=item.title, status="indexed", error=None, chunks=item.chunks,
-                    embeddings=embeddings[offset : offset + count], embedding_model=model_id,
+                    path=item.found.display_path,
+                    abs_path=str(item.found.abs_path),
+                    source=item.source,
+                    sha256=item.sha256,
+                    size=item.found.size,
+                    mtime=item.found.mtime,
+                    doc_type=item.doc_type,
+                    title=item.title,
+                    status="indexed",
+                    error=None,
+                    chunks=item.chunks,
+                    embeddings=embeddings[offset : offset + count],
+                    embedding_model=model_id,
                 )
                 offset += count
                 crash_point("inside_catalog_transaction")

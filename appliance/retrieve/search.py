@@ -82,7 +82,7 @@ class Searcher:
             t = time.perf_counter()
             lexical = lexical_search(self.index.catalog.conn, query, n)
             by_rowid = self.index.catalog.chunks_by_rowids([h.rowid for h in lexical])
-            ranking = []
+            ranking: list[str] = []
             for hit in lexical:
                 row = by_rowid.get(hit.rowid)
                 if row is not None:
@@ -99,15 +99,15 @@ class Searcher:
             t = time.perf_counter()
             dense = self.index.vectors.query(vector, n)
             known = self.index.catalog.chunks_by_ids([h.chunk_id for h in dense])
-            ranking = []
-            for hit in dense:
-                row = known.get(hit.chunk_id)
+            dense_ranking: list[str] = []
+            for vector_hit in dense:
+                row = known.get(vector_hit.chunk_id)
                 if row is not None:  # a stray vector: not in the catalog, never shown
                     rows[row.id] = row
-                    ranking.append(row.id)
+                    dense_ranking.append(row.id)
                     if mode == "dense":
-                        scores[row.id] = hit.similarity
-            rankings.append(ranking)
+                        scores[row.id] = vector_hit.similarity
+            rankings.append(dense_ranking)
             timings["dense"] = _ms(t)
 
         if mode == "hybrid":
