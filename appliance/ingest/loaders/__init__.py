@@ -1,0 +1,65 @@
+"""Document loaders: a file on disk -> `LoadedDocument` (typed blocks with offsets), or a
+`DocumentError` that names the file and says in plain words why it cannot be indexed.
+
+The checks shared by every format (type, size, readability) happen once here, before a parser
+ever sees the bytes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from pathlib import Path
+
+from appliance.errors import DocumentError, UnsupportedDocument
+from appliance.ingest.document import LoadedDocument
+
+from .docx_loader import load_docx
+from .html_loader import load_html
+from .markdown_loader import load_markdown
+from .pdf_loader import load_pdf
+from .source import Source, read_source
+from .text_loader import load_text
+
+__all__ = ["DEFAULT_MAX_BYTES", "SUPPORTED_SUFFIXES", "load_document"]
+
+DEFAULT_MAX_BYTES = 50 * 1024 * 1024
+
+Loader = Callable[[bytes, Source], LoadedDocument]
+
+_LOADERS: dict[str, Loader] = {
+    ".md": load_markdown,
+    ".markdown": load_markdown,
+    ".txt": load_text,
+    ".text": load_text,
+    ".html": load_html,
+    ".htm": load_html,
+    ".pdf": load_pdf,
+    ".docx": load_docx,
+}
+
+SUPPORTED_SUFFIXES: frozenset[str] = frozenset(_LOADERS)
+
+
+def load_document(
+    path: Path,
+    display_path: str | None = None,
+    *,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+) -> LoadedDocument:
+    """Load one document. `display_path` names it in the result and in errors (default: str(path)).
+
+    Raises UnsupportedDocument for a file type that is not indexed (skip it), and DocumentError
+    for a supported file that cannot be read (report it); nothing else for a bad file.
+    """
+    path = Path(path)
+    shown = display_path if display_path is not None else str(path)
+    suffix = path.suffix.lower()
+    loader = _LOADERS.get(suffix)
+    if loader is None:
+        described = f"'{suffix}'" if suffix else "(no file extension)"
+        raise UnsupportedDocument(shown, f"unsupported file type {described}")
+    source = Source(path=path, display_path=shown)
+    document = loader(read_source(source, max_bytes), source)
+    if not document.text.strip():
+        raise DocumentError(shown, "no text content")
+    return document

@@ -1,0 +1,108 @@
+"""PDF via pypdf: paragraphs, lists, tables and numbered headings, each tagged with its 1-based page.
+
+Every failure inside pypdf becomes a DocumentError: it parses untrusted bytes and raises a wide
+range of exception types on damaged files, none of which should reach the user as a traceback.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+
+from pypdf import PageObject, PasswordType, PdfReader
+from pypdf.errors import DependencyError, PyPdfError
+
+from appliance.errors import DocumentError
+from appliance.ingest.document import DocumentBuilder, LoadedDocument
+
+from .common import MAX_TITLE_CHARS, short_line_title, title_from_stem
+from .pdf_text import clean_page_text, page_blocks
+from .pypdf_log import PypdfWarnings, collect_pypdf_warnings
+from .source import Source
+
+# Titles that PDF producers fill in by themselves and that say nothing about the content.
+_JUNK_TITLE = re.compile(
+    r"^(untitled.*|title|document\d*|no title|microsoft word - .*|.*\.(docx?|pdf|rtf|txt|odt|indd|qxd|tmp))$",
+    re.IGNORECASE,
+)
+
+
+def _reason(exc: BaseException) -> str:
+    text = str(exc).strip()
+    if isinstance(exc, PyPdfError) and text:
+        return text
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+def _open(data: bytes, shown: str, pypdf_log: PypdfWarnings) -> PdfReader:
+    if b"%PDF-" not in data[:1024]:
+        raise DocumentError(shown, "not a PDF file (no %PDF- header at the start)")
+    try:
+        reader = PdfReader(io.BytesIO(data))
+        if reader.is_encrypted:
+            try:
+                decrypted = reader.decrypt("")
+            except DependencyError as exc:  # AES without the 'cryptography' package installed
+                raise DocumentError(shown, f"encrypted PDF: cannot decrypt it ({exc})") from None
+            if decrypted == PasswordType.NOT_DECRYPTED:
+                raise DocumentError(shown, "encrypted PDF: a password is required")
+        _ = len(reader.pages)  # loads the page tree now, inside this try, where damage is reported
+    except DocumentError:
+        raise
+    except Exception as exc:  # see module docstring
+        reason = f"damaged PDF: {_reason(exc)}"
+        if pypdf_log.messages:  # e.g. "EOF marker not found" says the file was truncated
+            reason += f" (pypdf also reported: {pypdf_log.messages[0]})"
+        raise DocumentError(shown, reason) from None
+    return reader
+
+
+def _page_text(page: PageObject) -> tuple[str, bool]:
+    """(text, whether it is layout-mode text). Layout mode keeps paragraph gaps, indentation and
+    table columns; it is newer and fussier, so plain mode is the fallback."""
+    try:
+        return page.extract_text(extraction_mode="layout"), True
+    except Exception:  # a layout-mode bug on this page; plain mode is more forgiving
+        return page.extract_text(), False
+
+
+def _title(reader: PdfReader, first_page_text: str) -> str | None:
+    try:
+        meta = reader.metadata
+        title = " ".join(str(meta.title or "").split()) if meta is not None else ""
+    except Exception:  # a broken Info dictionary only costs us the title
+        title = ""
+    if 3 <= len(title) < MAX_TITLE_CHARS and not _JUNK_TITLE.match(title):
+        return title
+    return short_line_title(clean_page_text(first_page_text))
+
+
+def load_pdf(data: bytes, source: Source) -> LoadedDocument:
+    shown = source.display_path
+    builder = DocumentBuilder(shown, "pdf")
+    first_page_text = ""
+    failures: list[str] = []
+    with collect_pypdf_warnings() as pypdf_log:
+        reader = _open(data, shown, pypdf_log)
+        if not reader.pages:
+            raise DocumentError(shown, "the PDF has no pages")
+        for number, page in enumerate(reader.pages, start=1):
+            try:
+                text, layout = _page_text(page)
+                blocks = page_blocks(text, layout=layout)
+            except Exception as exc:  # one bad page should not lose the others
+                failures.append(f"page {number}: {_reason(exc)}")
+                continue
+            for block in blocks:
+                builder.add(block.kind, block.text, level=block.level, page=number)
+            if number == 1:
+                first_page_text = text
+        title = _title(reader, first_page_text)
+    if not builder.blocks:
+        if len(failures) == len(reader.pages):
+            raise DocumentError(shown, f"damaged PDF: no page could be read ({failures[0]})")
+        reason = "no extractable text (scanned PDF? OCR is not supported)"
+        if pypdf_log.messages:
+            reason += f"; pypdf reported: {pypdf_log.messages[0]}"
+        raise DocumentError(shown, reason)
+    return builder.build(title or title_from_stem(source.stem))
