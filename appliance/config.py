@@ -67,8 +67,60 @@ class IndexSettings(Section):
 class SearchSettings(Section):
     k: int = Field(10, ge=1, le=1000, description="Hits returned by default.")
     mode: Literal["lexical", "dense", "hybrid"] = Field("hybrid", description="Default retrieval mode.")
-    candidates: int = Field(50, ge=1, le=5000, description="Top-N taken from each retriever before fusion.")
+    candidates: int = Field(100, ge=1, le=5000, description="Top-N chunks taken from each retriever before fusion.")
+    fusion: Literal["rrf", "weighted"] = Field(
+        "rrf", description="How hybrid mode fuses the two lists: reciprocal rank or min-max weighted scores."
+    )
     rrf_k: float = Field(60.0, gt=0.0, le=10000.0, description="Reciprocal rank fusion constant k.")
+    dense_weight: float = Field(
+        0.5, ge=0.0, le=1.0, description="Weighted fusion: share of the dense score (the rest is lexical)."
+    )
+    header_weight: float = Field(
+        1.0, ge=0.0, le=20.0, description="bm25 weight of a chunk's 'title › section' header relative to its text."
+    )
+    identifier_weight: float = Field(
+        1.0, ge=0.0, le=20.0, description="Weight of exact-identifier matches in the lexical score."
+    )
+    other_chunks_weight: float = Field(
+        0.0,
+        ge=0.0,
+        le=1.0,
+        description="Document ranking: weight of a document's other matching chunks added to its best chunk.",
+    )
+
+
+class RerankSettings(Section):
+    model: str = Field(
+        "auto",
+        description="Reranker in the model store: 'auto' (the installed one, if any), 'none', or a model name.",
+    )
+    top: int = Field(30, ge=1, le=1000, description="How many fused candidates the reranker rescores.")
+    batch_size: int = Field(32, ge=1, le=1024, description="Pairs per reranker batch.")
+
+
+# Fitted by scripts/calibrate_evidence.py on scripts/qa/runbooks_tune.jsonl (logistic regression).
+DEFAULT_EVIDENCE_COEFFICIENTS = {
+    "intercept": -8.0,
+    "top_dense": 10.0,
+    "coverage": 3.0,
+    "unknown_fraction": -6.0,
+    "unknown_identifier": -3.0,
+    "agreement": 1.0,
+}
+
+
+class EvidenceSettings(Section):
+    threshold: float = Field(
+        0.5, ge=0.0, le=1.0, description="Answer only when the evidence model's probability reaches this."
+    )
+    coefficients: dict[str, float] = Field(
+        default_factory=lambda: dict(DEFAULT_EVIDENCE_COEFFICIENTS),
+        description="Logistic model over the evidence signals (intercept, top_dense, coverage, …).",
+    )
+    rerank_weight: float = Field(
+        1.0, ge=0.0, le=100.0, description="Logit added per unit of cross-encoder score above rerank_center."
+    )
+    rerank_center: float = Field(0.0, ge=-100.0, le=100.0, description="Cross-encoder score that is neutral.")
 
 
 class Settings(Section):
@@ -79,6 +131,8 @@ class Settings(Section):
     vectors: VectorSettings = Field(default_factory=VectorSettings)  # type: ignore[arg-type]
     index: IndexSettings = Field(default_factory=IndexSettings)  # type: ignore[arg-type]
     search: SearchSettings = Field(default_factory=SearchSettings)  # type: ignore[arg-type]
+    rerank: RerankSettings = Field(default_factory=RerankSettings)  # type: ignore[arg-type]
+    evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)  # type: ignore[arg-type]
 
     # Derived locations: one place that says where each piece of state lives.
     @property

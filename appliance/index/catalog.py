@@ -20,6 +20,7 @@ import numpy as np
 
 from appliance.index.migrations import apply_migrations
 from appliance.ingest.chunker import Chunk
+from appliance.retrieve.filters import Filters
 
 
 @dataclass(frozen=True)
@@ -216,6 +217,11 @@ class Catalog:
                 chunk = _chunk_row(row)
                 found[chunk.rowid] = chunk
         return found
+
+    def document_paths(self, filters: Filters) -> list[str]:
+        """Indexed document paths that pass the filters (for the dense side's metadata filter)."""
+        where, params = filters.sql("d")
+        return [row[0] for row in self.conn.execute(f"SELECT d.path FROM documents d WHERE 1{where}", params)]
 
     def all_chunk_ids(self) -> set[str]:
         return {row[0] for row in self.conn.execute("SELECT id FROM chunks")}

@@ -93,13 +93,18 @@ class VectorIndex:
         for start in range(0, len(id_list), BATCH):
             self.collection.delete(ids=id_list[start : start + BATCH])
 
-    def query(self, embedding: np.ndarray, n: int) -> list[VectorHit]:
+    def query(self, embedding: np.ndarray, n: int, paths: Sequence[str] | None = None) -> list[VectorHit]:
+        """Nearest chunks; `paths` restricts them to those documents (a metadata filter in Chroma)."""
         total = self.count()
-        if total == 0:
+        if total == 0 or (paths is not None and not paths):
             return []
+        where: Any = None
+        if paths is not None:
+            where = {"path": {"$in": list(paths)}} if len(paths) > 1 else {"path": paths[0]}
         result = self.collection.query(
             query_embeddings=np.asarray([embedding], dtype=np.float32),
             n_results=min(n, total),
+            where=where,
             include=["distances"],
         )
         ids = result["ids"][0]

@@ -1,4 +1,12 @@
-"""Reciprocal rank fusion: score(d) = Σ over lists of 1 / (k + rank of d in that list)."""
+"""Fusion of ranked lists.
+
+* Reciprocal rank fusion: score(d) = Σ over lists of 1 / (k + rank of d in that list). Needs no
+  score calibration, but ignores how far apart the scores are.
+* Weighted fusion: each list's scores are min-max normalized to [0, 1] over the list (a document
+  missing from a list gets 0 there), then combined as w·dense + (1 − w)·lexical. Uses the score
+  gaps, which RRF throws away.
+Ties keep the order of first appearance.
+"""
 
 from __future__ import annotations
 
@@ -9,10 +17,37 @@ Key = TypeVar("Key", bound=Hashable)
 
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[Key]], k: float = 60.0) -> list[tuple[Key, float]]:
-    """Fuse ranked lists (best first). Ties keep the order of first appearance."""
+    """Fuse ranked lists (best first)."""
     scores: dict[Key, float] = {}
     for ranking in rankings:
         for rank, key in enumerate(ranking, start=1):
             scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
+    return _sorted(scores)
+
+
+def min_max(scored: Sequence[tuple[Key, float]]) -> dict[Key, float]:
+    """Scores scaled to [0, 1] within the list; a list of equal scores maps to 1."""
+    if not scored:
+        return {}
+    values = [score for _, score in scored]
+    low, high = min(values), max(values)
+    span = high - low
+    return {key: (score - low) / span if span > 0 else 1.0 for key, score in scored}
+
+
+def weighted_fusion(
+    lexical: Sequence[tuple[Key, float]], dense: Sequence[tuple[Key, float]], dense_weight: float = 0.5
+) -> list[tuple[Key, float]]:
+    """w·minmax(dense) + (1 − w)·minmax(lexical); lists are (key, raw score), best first."""
+    lexical_norm = min_max(lexical)
+    dense_norm = min_max(dense)
+    scores: dict[Key, float] = {}
+    for key in [*(key for key, _ in lexical), *(key for key, _ in dense)]:
+        if key not in scores:
+            scores[key] = dense_weight * dense_norm.get(key, 0.0) + (1.0 - dense_weight) * lexical_norm.get(key, 0.0)
+    return _sorted(scores)
+
+
+def _sorted(scores: dict[Key, float]) -> list[tuple[Key, float]]:
     order = {key: i for i, key in enumerate(scores)}
     return sorted(scores.items(), key=lambda item: (-item[1], order[item[0]]))

@@ -10,6 +10,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
+from appliance.retrieve.filters import NO_FILTERS, Filters
 from appliance.retrieve.fts_query import identifier_match, word_match
 
 
@@ -26,22 +27,25 @@ def lexical_search(
     *,
     header_weight: float = 1.0,
     identifier_weight: float = 1.0,
+    filters: Filters = NO_FILTERS,
 ) -> list[LexicalHit]:
     scores: dict[int, float] = {}
+    where, params = filters.sql("d")
+    join = " JOIN chunks c ON c.rowid = f.rowid JOIN documents d ON d.id = c.document_id" if filters.active else ""
     words = word_match(query)
     if words:
         for rowid, bm25 in conn.execute(
-            "SELECT rowid, bm25(chunks_fts, ?, 1.0) FROM chunks_fts WHERE chunks_fts MATCH ? "
-            "ORDER BY bm25(chunks_fts, ?, 1.0) LIMIT ?",
-            (header_weight, words, header_weight, n),
+            f"SELECT f.rowid, bm25(chunks_fts, ?, 1.0) AS s FROM chunks_fts f{join} "
+            f"WHERE chunks_fts MATCH ?{where} ORDER BY s LIMIT ?",
+            (header_weight, words, *params, n),
         ):
             scores[rowid] = -bm25
     identifiers = identifier_match(query)
-    if identifiers:
+    if identifiers and identifier_weight > 0:
         for rowid, bm25 in conn.execute(
-            "SELECT rowid, bm25(chunks_ident) FROM chunks_ident WHERE chunks_ident MATCH ? "
-            "ORDER BY bm25(chunks_ident) LIMIT ?",
-            (identifiers, n),
+            f"SELECT f.rowid, bm25(chunks_ident) AS s FROM chunks_ident f{join} "
+            f"WHERE chunks_ident MATCH ?{where} ORDER BY s LIMIT ?",
+            (identifiers, *params, n),
         ):
             scores[rowid] = scores.get(rowid, 0.0) + identifier_weight * -bm25
     ranked = sorted(scores.items(), key=lambda item: (-item[1], item[0]))[:n]

@@ -1,7 +1,9 @@
-"""Search: lexical and/or dense candidates over chunks, fused by reciprocal rank fusion.
+"""Search: lexical and dense candidates over chunks → fusion → optional rerank → evidence.
 
 Every hit is read back from the catalog, so a vector whose chunk is gone (a crash between the
-two stores, or a concurrent delete) is silently dropped rather than shown.
+two stores, or a concurrent delete) is silently dropped rather than shown. Callers that want
+documents rather than passages (BEIR evaluation, "which SOP covers this?") use
+`search_documents`, which ranks each document by its best chunks.
 """
 
 from __future__ import annotations
@@ -10,16 +12,23 @@ import time
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+import numpy as np
+
 from appliance.config import Settings
 from appliance.index.catalog import ChunkRow
 from appliance.index.index import Index
 from appliance.models.embedder import Embedder
 from appliance.models.registry import load_embedder
-from appliance.retrieve.fusion import reciprocal_rank_fusion
+from appliance.retrieve.aggregate import aggregate_documents
+from appliance.retrieve.evidence import Evidence, EvidenceSignals, decide_evidence
+from appliance.retrieve.filters import NO_FILTERS, Filters
+from appliance.retrieve.fusion import reciprocal_rank_fusion, weighted_fusion
 from appliance.retrieve.lexical import lexical_search
+from appliance.retrieve.rerank import Reranker, find_reranker
 
 Mode = Literal["lexical", "dense", "hybrid"]
 MODES: tuple[Mode, ...] = ("lexical", "dense", "hybrid")
+Scored = list[tuple[ChunkRow, float]]
 
 
 @dataclass(frozen=True)
@@ -35,28 +44,42 @@ class Hit:
 
 
 @dataclass
+class Candidates:
+    """What each retriever returned for one query, best first, already filtered through the catalog."""
+
+    lexical: Scored = field(default_factory=list)
+    dense: Scored = field(default_factory=list)
+    timings_ms: dict[str, float] = field(default_factory=dict)
+
+
+@dataclass
 class SearchResult:
     query: str
     mode: Mode
     hits: list[Hit]
+    evidence: Evidence
     timings_ms: dict[str, float] = field(default_factory=dict)
+    reranked: bool = False
 
     def as_json(self) -> dict[str, Any]:
         return {
             "query": self.query,
             "mode": self.mode,
             "hits": [asdict(hit) for hit in self.hits],
+            "evidence": self.evidence.as_json(),
+            "reranked": self.reranked,
             "timings_ms": {name: round(ms, 2) for name, ms in self.timings_ms.items()},
         }
 
 
 class Searcher:
-    """Holds the open index and the embedder; one per process, reused across queries."""
+    """Holds the open index, the embedder and the reranker; one per process, reused across queries."""
 
     def __init__(self, settings: Settings, index: Index | None = None, embedder: Embedder | None = None) -> None:
         self.settings = settings
         self.index = index or Index(settings)
         self._embedder = embedder
+        self._reranker: Reranker | bool | None = False  # False: not looked up yet
 
     @property
     def embedder(self) -> Embedder:
@@ -64,62 +87,138 @@ class Searcher:
             self._embedder = load_embedder(self.settings)
         return self._embedder
 
+    @property
+    def reranker(self) -> Reranker | None:
+        if self._reranker is False:
+            path = find_reranker(self.settings)
+            self._reranker = (
+                Reranker(path, device=self.settings.embedder.device, batch_size=self.settings.rerank.batch_size)
+                if path
+                else None
+            )
+        return self._reranker if isinstance(self._reranker, Reranker) else None
+
     def close(self) -> None:
         self.index.close()
 
-    def search(self, query: str, *, k: int | None = None, mode: Mode | None = None) -> SearchResult:
-        settings = self.settings.search
-        k = k or settings.k
-        mode = mode or settings.mode
-        n = max(settings.candidates, k)
-        timings: dict[str, float] = {}
-        started = time.perf_counter()
-        rankings: list[list[str]] = []
-        scores: dict[str, float] = {}
-        rows: dict[str, ChunkRow] = {}
+    # --- stages ------------------------------------------------------------------------------
 
+    def candidates(
+        self,
+        query: str,
+        mode: Mode,
+        n: int,
+        filters: Filters = NO_FILTERS,
+        query_vector: np.ndarray | None = None,
+    ) -> Candidates:
+        settings = self.settings.search
+        found = Candidates()
+        catalog = self.index.catalog
         if mode in ("lexical", "hybrid"):
             t = time.perf_counter()
-            lexical = lexical_search(self.index.catalog.conn, query, n)
-            by_rowid = self.index.catalog.chunks_by_rowids([h.rowid for h in lexical])
-            ranking: list[str] = []
-            for hit in lexical:
-                row = by_rowid.get(hit.rowid)
-                if row is not None:
-                    rows[row.id] = row
-                    ranking.append(row.id)
-                    scores.setdefault(row.id, hit.score)
-            rankings.append(ranking)
-            timings["lexical"] = _ms(t)
-
+            hits = lexical_search(
+                catalog.conn,
+                query,
+                n,
+                header_weight=settings.header_weight,
+                identifier_weight=settings.identifier_weight,
+                filters=filters,
+            )
+            rows = catalog.chunks_by_rowids([h.rowid for h in hits])
+            found.lexical = [(rows[h.rowid], h.score) for h in hits if h.rowid in rows]
+            found.timings_ms["lexical"] = _ms(t)
         if mode in ("dense", "hybrid"):
             t = time.perf_counter()
-            vector = self.embedder.embed_query(query)
-            timings["embed"] = _ms(t)
+            vector = self.embedder.embed_query(query) if query_vector is None else query_vector
+            found.timings_ms["embed"] = _ms(t)
             t = time.perf_counter()
-            dense = self.index.vectors.query(vector, n)
-            known = self.index.catalog.chunks_by_ids([h.chunk_id for h in dense])
-            dense_ranking: list[str] = []
-            for vector_hit in dense:
-                row = known.get(vector_hit.chunk_id)
-                if row is not None:  # a stray vector: not in the catalog, never shown
-                    rows[row.id] = row
-                    dense_ranking.append(row.id)
-                    if mode == "dense":
-                        scores[row.id] = vector_hit.similarity
-            rankings.append(dense_ranking)
-            timings["dense"] = _ms(t)
+            paths = catalog.document_paths(filters) if filters.active else None
+            dense = self.index.vectors.query(vector, n, paths=paths)
+            rows_by_id = catalog.chunks_by_ids([h.chunk_id for h in dense])
+            found.dense = [
+                (rows_by_id[h.chunk_id], h.similarity)
+                for h in dense
+                if h.chunk_id in rows_by_id
+                and filters.admits(rows_by_id[h.chunk_id].document_path, rows_by_id[h.chunk_id].type)
+            ]
+            found.timings_ms["dense"] = _ms(t)
+        return found
 
-        if mode == "hybrid":
-            t = time.perf_counter()
-            fused = reciprocal_rank_fusion(rankings, k=settings.rrf_k)
-            timings["fusion"] = _ms(t)
+    def fuse(self, found: Candidates, mode: Mode) -> Scored:
+        settings = self.settings.search
+        if mode == "lexical":
+            return list(found.lexical)
+        if mode == "dense":
+            return list(found.dense)
+        rows = {row.id: row for row, _ in [*found.lexical, *found.dense]}
+        if settings.fusion == "weighted":
+            fused = weighted_fusion(
+                [(row.id, s) for row, s in found.lexical],
+                [(row.id, s) for row, s in found.dense],
+                settings.dense_weight,
+            )
         else:
-            fused = [(chunk_id, scores[chunk_id]) for chunk_id in rankings[0]]
+            fused = reciprocal_rank_fusion(
+                [[row.id for row, _ in found.lexical], [row.id for row, _ in found.dense]], k=settings.rrf_k
+            )
+        return [(rows[chunk_id], score) for chunk_id, score in fused]
 
-        hits = [_hit(rank, rows[chunk_id], score) for rank, (chunk_id, score) in enumerate(fused[:k], start=1)]
+    def rerank(self, query: str, fused: Scored) -> tuple[Scored, bool]:
+        reranker = self.reranker
+        if reranker is None or not fused:
+            return fused, False
+        top = fused[: self.settings.rerank.top]
+        scores = reranker.score(query, [f"{row.header}\n{row.text}" for row, _ in top])
+        rescored = sorted(zip([row for row, _ in top], scores, strict=True), key=lambda pair: -pair[1])
+        return [*rescored, *fused[len(top) :]], True
+
+    # --- entry points --------------------------------------------------------------------------
+
+    def search(
+        self, query: str, *, k: int | None = None, mode: Mode | None = None, filters: Filters = NO_FILTERS
+    ) -> SearchResult:
+        k = k or self.settings.search.k
+        mode = mode or self.settings.search.mode
+        started = time.perf_counter()
+        found = self.candidates(query, mode, max(self.settings.search.candidates, k), filters)
+        timings = dict(found.timings_ms)
+        t = time.perf_counter()
+        fused = self.fuse(found, mode)
+        timings["fusion"] = _ms(t)
+        t = time.perf_counter()
+        ranked, reranked = self.rerank(query, fused)
+        if reranked:
+            timings["rerank"] = _ms(t)
+        t = time.perf_counter()
+        evidence = decide_evidence(
+            EvidenceSignals.collect(self.index.catalog.conn, query, found, ranked if reranked else None),
+            self.settings,
+        )
+        timings["evidence"] = _ms(t)
+        hits = [_hit(rank, row, score) for rank, (row, score) in enumerate(ranked[:k], start=1)]
         timings["total"] = _ms(started)
-        return SearchResult(query=query, mode=mode, hits=hits, timings_ms=timings)
+        return SearchResult(query, mode, hits, evidence, timings, reranked)
+
+    def search_documents(
+        self,
+        query: str,
+        *,
+        k: int = 100,
+        mode: Mode | None = None,
+        filters: Filters = NO_FILTERS,
+        query_vector: np.ndarray | None = None,
+    ) -> tuple[list[tuple[str, float]], dict[str, float]]:
+        """Documents ranked by their best chunk (plus a share of their other chunks)."""
+        mode = mode or self.settings.search.mode
+        found = self.candidates(query, mode, max(self.settings.search.candidates, k), filters, query_vector)
+        timings = dict(found.timings_ms)
+        t = time.perf_counter()
+        ranked, _ = self.rerank(query, self.fuse(found, mode))
+        documents = aggregate_documents(
+            ranked, lambda row: row.document_path, other_chunks_weight=self.settings.search.other_chunks_weight
+        )
+        timings["fusion"] = _ms(t)
+        return [(doc, score) for doc, score, _ in documents[:k]], timings
 
 
 def _hit(rank: int, row: ChunkRow, score: float) -> Hit:

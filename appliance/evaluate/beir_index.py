@@ -1,0 +1,89 @@
+"""Index a BEIR corpus with the real chunker and writer, into its own home, reused when unchanged.
+
+Each corpus line is one document (path = its `_id`, title = its `title`); its text goes through
+the same chunker, embedder and crash-safe writer as any file. The index lives under
+`<home>/eval/<folder name>-<hash of the corpus path>/` and documents whose title and text are
+unchanged are not re-embedded, so a second `eval beir` run starts at once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable
+from pathlib import Path
+
+from appliance.config import Settings
+from appliance.index.index import VECTORS_DIRTY, Index
+from appliance.index.lock import writer_lock
+from appliance.ingest.chunker import chunk_document
+from appliance.ingest.document import DocumentBuilder
+from appliance.ingest.scan import FoundFile
+from appliance.ingest.writer import BatchWriter, IngestReport, PreparedDocument
+from appliance.models.registry import load_embedder
+
+from .beir import BeirDoc, load_corpus
+
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+
+
+def eval_settings(settings: Settings, folder: Path) -> Settings:
+    """The settings of the BEIR folder's own index: the same except for the home."""
+    corpus = (folder / "corpus.jsonl").resolve()
+    key = hashlib.sha256(str(corpus).encode()).hexdigest()[:12]
+    return settings.model_copy(update={"home": settings.home / "eval" / f"{folder.resolve().name}-{key}"})
+
+
+def _document_sha(doc: BeirDoc) -> str:
+    return hashlib.sha256(f"{doc.title}\0{doc.text}".encode()).hexdigest()
+
+
+def build_beir_index(
+    settings: Settings, folder: Path, progress: Callable[[int], None] | None = None
+) -> tuple[Settings, IngestReport]:
+    """Bring the BEIR folder's index up to date; return its settings and what changed."""
+    own = eval_settings(settings, folder)
+    report = IngestReport()
+    corpus_file = folder / "corpus.jsonl"
+    with writer_lock(own.lock_path, own.index.lock_timeout_s):
+        index = Index(own)
+        try:
+            if index.catalog.get_state(VECTORS_DIRTY) == "1":
+                index.reconcile()
+            known = {d.path: d.sha256 for d in index.catalog.documents()}
+            embedder = load_embedder(own)
+            writer = BatchWriter(index, embedder, report)
+            seen: set[str] = set()
+            for position, doc in enumerate(load_corpus(folder)):
+                seen.add(doc.doc_id)
+                if progress and position % 100 == 0:
+                    progress(position)
+                sha = _document_sha(doc)
+                if known.get(doc.doc_id) == sha:
+                    report.unchanged += 1
+                    continue
+                builder = DocumentBuilder(doc.doc_id, "txt")
+                for paragraph in _PARAGRAPH_BREAK.split(doc.text):
+                    builder.add("paragraph", paragraph)
+                loaded = builder.build(doc.title)
+                if not loaded.blocks:
+                    builder.add("paragraph", doc.title or doc.doc_id)  # a title-only record is still a document
+                    loaded = builder.build(doc.title)
+                chunks = chunk_document(
+                    loaded,
+                    embedder.count_tokens,
+                    max_tokens=min(own.ingest.chunk_max_tokens, embedder.max_tokens),
+                    overlap_tokens=own.ingest.chunk_overlap_tokens,
+                )
+                found = FoundFile(doc.doc_id, corpus_file, len(doc.text), 0.0)
+                existing = index.catalog.document(doc.doc_id)
+                writer.add(PreparedDocument(found, str(corpus_file), sha, "txt", doc.title, chunks, existing))
+            writer.flush()
+            for gone in sorted(set(known) - seen):
+                writer.remove(gone)
+                report.removed += 1
+            index.catalog.set_state(VECTORS_DIRTY, "0")
+            report.chunks_total = index.catalog.counts()["chunks"]
+        finally:
+            index.close()
+    return own, report

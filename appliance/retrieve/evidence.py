@@ -1,0 +1,152 @@
+"""Is there evidence in the documents for this question at all? Decided before any LLM call.
+
+A threshold on the top cosine alone does not separate answerable from unanswerable operator
+questions (their distributions overlap). The decision combines signals that each catch a
+different failure:
+
+* unknown terms: the question's distinctive words or identifiers do not occur anywhere in the
+  corpus (a product, alert or tag the documents never mention) — the strongest signal;
+* the top dense similarity (how close the best passage is in meaning);
+* coverage: the share of the question's content words found in the best passage;
+* agreement: whether the lexical and dense retrievers' best passages come from one document;
+* the cross-encoder's top score, when a reranker is installed.
+
+They are combined by a logistic model whose coefficients were fitted on hand-written answerable
+and unanswerable questions over ../shared/data/runbooks (scripts/calibrate_evidence.py); the
+threshold is a setting.
+"""
+
+from __future__ import annotations
+
+import math
+import sqlite3
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from appliance.config import Settings
+from appliance.ingest.identifiers import extract_identifiers
+from appliance.retrieve.fts_query import word_terms
+
+if TYPE_CHECKING:
+    from appliance.index.catalog import ChunkRow
+    from appliance.retrieve.search import Candidates
+
+
+def _quote(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+def _occurs(conn: sqlite3.Connection, table: str, term: str, rowid: int | None = None) -> bool:
+    sql = f"SELECT 1 FROM {table} WHERE {table} MATCH ?" + (" AND rowid = ?" if rowid is not None else "") + " LIMIT 1"
+    args: tuple[Any, ...] = (_quote(term),) if rowid is None else (_quote(term), rowid)
+    try:
+        return conn.execute(sql, args).fetchone() is not None
+    except sqlite3.OperationalError:
+        return False  # a term the tokenizer reduces to nothing
+
+
+@dataclass(frozen=True)
+class EvidenceSignals:
+    content_terms: int
+    unknown_terms: tuple[str, ...]
+    unknown_identifiers: tuple[str, ...]
+    top_dense: float
+    coverage: float  # share of content terms present in the best passage
+    agreement: bool
+    top_rerank: float | None
+
+    @property
+    def unknown_fraction(self) -> float:
+        return len(self.unknown_terms) / self.content_terms if self.content_terms else 0.0
+
+    @classmethod
+    def collect(
+        cls,
+        conn: sqlite3.Connection,
+        query: str,
+        found: Candidates,
+        reranked: list[tuple[ChunkRow, float]] | None = None,
+    ) -> EvidenceSignals:
+        terms = word_terms(query)
+        unknown = tuple(t for t in terms if not _occurs(conn, "chunks_fts", t))
+        identifiers = extract_identifiers(query)
+        unknown_ids = tuple(i for i in identifiers if not _occurs(conn, "chunks_ident", i))
+        best = reranked[0][0] if reranked else (found.dense[0][0] if found.dense else None)
+        if best is None and found.lexical:
+            best = found.lexical[0][0]
+        known = [t for t in terms if t not in unknown]
+        covered = sum(1 for t in known if best is not None and _occurs(conn, "chunks_fts", t, best.rowid))
+        agreement = bool(
+            found.lexical and found.dense and found.lexical[0][0].document_path == found.dense[0][0].document_path
+        )
+        return cls(
+            content_terms=len(terms),
+            unknown_terms=unknown,
+            unknown_identifiers=unknown_ids,
+            top_dense=found.dense[0][1] if found.dense else 0.0,
+            coverage=covered / len(terms) if terms else 0.0,
+            agreement=agreement,
+            top_rerank=reranked[0][1] if reranked else None,
+        )
+
+    def features(self) -> dict[str, float]:
+        return {
+            "unknown_fraction": self.unknown_fraction,
+            "unknown_identifier": 1.0 if self.unknown_identifiers else 0.0,
+            "top_dense": self.top_dense,
+            "coverage": self.coverage,
+            "agreement": 1.0 if self.agreement else 0.0,
+        }
+
+
+@dataclass(frozen=True)
+class Evidence:
+    sufficient: bool
+    reason: str
+    probability: float
+    signals: EvidenceSignals | None = None
+
+    def as_json(self) -> dict[str, Any]:
+        data: dict[str, Any] = {
+            "sufficient": self.sufficient,
+            "reason": self.reason,
+            "probability": round(self.probability, 4),
+        }
+        if self.signals is not None:
+            data["signals"] = {
+                **{name: round(value, 4) for name, value in self.signals.features().items()},
+                "unknown_terms": list(self.signals.unknown_terms),
+                "unknown_identifiers": list(self.signals.unknown_identifiers),
+                "top_rerank": self.signals.top_rerank,
+            }
+        return data
+
+
+def answerable_probability(signals: EvidenceSignals, settings: Settings) -> float:
+    coefficients = settings.evidence.coefficients
+    z = coefficients.get("intercept", 0.0)
+    for name, value in signals.features().items():
+        z += coefficients.get(name, 0.0) * value
+    if signals.top_rerank is not None:
+        z += settings.evidence.rerank_weight * (signals.top_rerank - settings.evidence.rerank_center)
+    return 1.0 / (1.0 + math.exp(-z))
+
+
+def decide_evidence(signals: EvidenceSignals, settings: Settings) -> Evidence:
+    if signals.content_terms == 0 and signals.top_dense == 0.0:
+        return Evidence(False, "the question has no searchable words", 0.0, signals)
+    if signals.top_dense == 0.0 and not signals.coverage:
+        return Evidence(False, "no passage in the documents matches the question", 0.0, signals)
+    probability = answerable_probability(signals, settings)
+    threshold = settings.evidence.threshold
+    if probability >= threshold:
+        return Evidence(
+            True, f"matching passages found (confidence {probability:.2f} ≥ {threshold:.2f})", probability, signals
+        )
+    if signals.unknown_identifiers:
+        reason = f"the documents never mention {', '.join(signals.unknown_identifiers[:3])}"
+    elif signals.unknown_terms:
+        reason = f"the documents never mention {', '.join(signals.unknown_terms[:3])}"
+    else:
+        reason = "the closest passages do not match the question closely enough"
+    return Evidence(False, f"{reason} (confidence {probability:.2f} < {threshold:.2f})", probability, signals)
