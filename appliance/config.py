@@ -69,7 +69,7 @@ class SearchSettings(Section):
     mode: Literal["lexical", "dense", "hybrid"] = Field("hybrid", description="Default retrieval mode.")
     candidates: int = Field(100, ge=1, le=5000, description="Top-N chunks taken from each retriever before fusion.")
     fusion: Literal["rrf", "weighted"] = Field(
-        "rrf", description="How hybrid mode fuses the two lists: reciprocal rank or min-max weighted scores."
+        "weighted", description="How hybrid mode fuses the two lists: reciprocal rank or min-max weighted scores."
     )
     rrf_k: float = Field(60.0, gt=0.0, le=10000.0, description="Reciprocal rank fusion constant k.")
     dense_weight: float = Field(

@@ -17,6 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 import appliance  # noqa: F401  (offline environment first)
 from appliance.config import Settings
 from appliance.evaluate.beir import load_qrels, load_queries
@@ -97,6 +99,49 @@ def main() -> int:
         for w in (0.3, 0.4, 0.5, 0.6, 0.7, 0.8):
             run = {q: documents(fuse_chunks(lexical[weight][q], dense[q], "weighted", w), other) for q in qids}
             record("hybrid-weighted", {"header_weight": weight, "dense_weight": w, "other_chunks_weight": other}, run)
+
+    # Document-level fusion: aggregate each retriever to documents first, then fuse the document lists.
+    for weight in (1.0, 2.0):
+        for w in (0.4, 0.5, 0.6):
+            run = {}
+            for q in qids:
+                lex_docs = list(documents(lexical[weight][q], 0.0).items())
+                dense_docs = list(documents(dense[q], 0.0).items())
+                run[q] = dict(weighted_fusion(lex_docs, dense_docs, w)[:100])
+            record("hybrid-weighted-doclevel", {"header_weight": weight, "dense_weight": w}, run)
+
+    # z-score normalisation instead of min-max.
+    def zfuse(lex: Scored, den: Scored, w: float) -> Scored:
+        rows_by_id = {r.id: r for r, _ in [*lex, *den]}
+        def z(scored: Scored) -> dict[str, float]:
+            values = np.array([s for _, s in scored]) if scored else np.zeros(1)
+            mean, std = float(values.mean()), float(values.std()) or 1.0
+            return {r.id: (s - mean) / std for r, s in scored}
+        zl, zd = z(lex), z(den)
+        low_l = min(zl.values(), default=0.0)
+        low_d = min(zd.values(), default=0.0)
+        fused = {i: w * zd.get(i, low_d) + (1 - w) * zl.get(i, low_l) for i in rows_by_id}
+        return [(rows_by_id[i], s) for i, s in sorted(fused.items(), key=lambda kv: -kv[1])]
+
+    for weight in (1.0, 2.0):
+        for w in (0.4, 0.5, 0.6):
+            run = {q: documents(zfuse(lexical[weight][q], dense[q], w), 0.0) for q in qids}
+            record("hybrid-weighted-zscore", {"header_weight": weight, "dense_weight": w}, run)
+
+    # Dense pseudo-relevance feedback: q' = normalize(q + beta * mean of the top-m fused chunks' vectors).
+    catalog = searcher.index.catalog
+    for beta, m in ((0.5, 3), (1.0, 3), (0.5, 5), (1.0, 5)):
+        prf_dense: dict[str, Scored] = {}
+        for qid, vector in zip(qids, vectors, strict=True):
+            first = fuse_chunks(lexical[1.0][qid], dense[qid], "weighted", 0.5)[:m]
+            feedback = np.stack([v for _, v in catalog.embeddings([r.id for r, _ in first])]) if first else None
+            new = vector + beta * feedback.mean(axis=0) if feedback is not None else vector
+            new = new / np.linalg.norm(new)
+            prf_dense[qid] = searcher.candidates(queries[qid], "dense", args.candidates, query_vector=new).dense
+        record("dense-prf", {"beta": beta, "m": m}, {q: documents(prf_dense[q], 0.0) for q in qids})
+        for w in (0.4, 0.5, 0.6):
+            run = {q: documents(fuse_chunks(lexical[1.0][q], prf_dense[q], "weighted", w), 0.0) for q in qids}
+            record("hybrid-weighted-prf", {"beta": beta, "m": m, "dense_weight": w, "header_weight": 1.0}, run)
 
     rows.sort(key=lambda r: -r["ndcg@10"])
     for row in rows:

@@ -10,6 +10,7 @@ import click
 
 from appliance.cli.common import current_settings, echo_json, handle_errors
 from appliance.ingest.pipeline import IngestReport, Progress, ingest, reindex
+from appliance.retrieve.filters import DOC_TYPES, Filters
 from appliance.retrieve.search import MODES, Searcher
 from appliance.status import index_status
 
@@ -100,16 +101,28 @@ def register(cli: click.Group) -> None:
     @click.argument("query")
     @click.option("--k", type=click.IntRange(1, 1000), default=None, help="Hits to return [default: search.k].")
     @click.option("--mode", type=click.Choice(MODES), default=None, help="Retriever [default: search.mode].")
+    @click.option("--path", "path_prefix", default=None, help="Only documents whose path starts with this.")
+    @click.option("--type", "doc_types", multiple=True, type=click.Choice(DOC_TYPES), help="Only these document types.")
     @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
     @handle_errors
-    def search_command(query: str, k: int | None, mode: str | None, as_json: bool) -> None:
-        """Show the passages that best match QUERY, ranked.
+    def search_command(
+        query: str, k: int | None, mode: str | None, path_prefix: str | None, doc_types: tuple[str, ...], as_json: bool
+    ) -> None:
+        """Show the passages that best match QUERY, ranked, and whether they are evidence enough to answer.
 
-        Example: appliance search "VLV-3042-B isolation" --k 5 --mode hybrid
+        Hybrid mode fuses FTS5 bm25 (words and exact identifiers) with dense HNSW search, then reranks
+        with a cross-encoder when one is installed.
+
+        Example: appliance search "VLV-3042-B isolation" --k 5 --path docs_corpus/ --type pdf
         """
         searcher = Searcher(current_settings())
         try:
-            result = searcher.search(query, k=k, mode=mode)  # type: ignore[arg-type]
+            result = searcher.search(
+                query,
+                k=k,
+                mode=mode,  # type: ignore[arg-type]
+                filters=Filters(path_prefix=path_prefix, doc_types=doc_types),
+            )
         finally:
             searcher.close()
         if as_json:
@@ -117,6 +130,10 @@ def register(cli: click.Group) -> None:
             return
         if not result.hits:
             click.echo("no matching passages")
+        verdict = "evidence found" if result.evidence.sufficient else "NOT covered by the documents"
+        click.echo(
+            click.style(f"{verdict}: {result.evidence.reason}", fg="green" if result.evidence.sufficient else "red")
+        )
         for hit in result.hits:
             where = hit.path + (f" › {hit.section}" if hit.section else "") + (f" (p. {hit.page})" if hit.page else "")
             click.echo(click.style(f"[{hit.rank}] {where}", bold=True) + f"  score {hit.score:.4f}")

@@ -32,13 +32,20 @@ def _latency_summary(per_stage: dict[str, list[float]]) -> dict[str, dict[str, f
     }
 
 
+def _check_reranker(settings: Settings, mode: EvalMode) -> None:
+    if mode == "rerank" and find_reranker(settings) is None:
+        why = (
+            "the setting rerank.model is 'none'"
+            if settings.rerank.model == "none"
+            else "none is installed; see `appliance models list`"
+        )
+        raise ApplianceError(f"--mode rerank needs a reranker in the model store ({why})")
+
+
 def _searcher_for(settings: Settings, mode: EvalMode) -> tuple[Searcher, Mode]:
     """Rerank mode needs an installed reranker; the other modes never rerank, so they stay comparable."""
     if mode == "rerank":
-        if find_reranker(settings) is None:
-            raise ApplianceError(
-                "--mode rerank needs a reranker in the model store (none installed; see `appliance models list`)"
-            )
+        _check_reranker(settings, mode)
         return Searcher(settings), "hybrid"
     plain = settings.model_copy(update={"rerank": settings.rerank.model_copy(update={"model": "none"})})
     return Searcher(plain), mode
@@ -60,6 +67,7 @@ def eval_beir(
         raise DataFileError(
             folder / "queries.jsonl", None, f"{len(missing)} judged queries have no text, e.g. {missing[0]}"
         )
+    _check_reranker(settings, mode)  # fail fast, before indexing
     if progress:
         progress("indexing the corpus (reused when unchanged)")
     own, report = build_beir_index(settings, folder)

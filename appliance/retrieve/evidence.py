@@ -19,6 +19,7 @@ threshold is a setting.
 from __future__ import annotations
 
 import math
+import re
 import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -45,6 +46,12 @@ def _occurs(conn: sqlite3.Connection, table: str, term: str, rowid: int | None =
         return False  # a term the tokenizer reduces to nothing
 
 
+def _as_typed(query: str, term: str) -> str:
+    """The term as the user wrote it (terms are matched lower-cased): reasons quote the user."""
+    match = re.search(re.escape(term), query, flags=re.IGNORECASE)
+    return match.group() if match else term
+
+
 @dataclass(frozen=True)
 class EvidenceSignals:
     content_terms: int
@@ -68,13 +75,14 @@ class EvidenceSignals:
         reranked: list[tuple[ChunkRow, float]] | None = None,
     ) -> EvidenceSignals:
         terms = word_terms(query)
-        unknown = tuple(t for t in terms if not _occurs(conn, "chunks_fts", t))
+        unknown = tuple(_as_typed(query, t) for t in terms if not _occurs(conn, "chunks_fts", t))
         identifiers = extract_identifiers(query)
-        unknown_ids = tuple(i for i in identifiers if not _occurs(conn, "chunks_ident", i))
+        unknown_ids = tuple(_as_typed(query, i) for i in identifiers if not _occurs(conn, "chunks_ident", i))
         best = reranked[0][0] if reranked else (found.dense[0][0] if found.dense else None)
         if best is None and found.lexical:
             best = found.lexical[0][0]
-        known = [t for t in terms if t not in unknown]
+        unknown_lower = {t.lower() for t in unknown}
+        known = [t for t in terms if t not in unknown_lower]
         covered = sum(1 for t in known if best is not None and _occurs(conn, "chunks_fts", t, best.rowid))
         agreement = bool(
             found.lexical and found.dense and found.lexical[0][0].document_path == found.dense[0][0].document_path
@@ -133,10 +141,8 @@ def answerable_probability(signals: EvidenceSignals, settings: Settings) -> floa
 
 
 def decide_evidence(signals: EvidenceSignals, settings: Settings) -> Evidence:
-    if signals.content_terms == 0 and signals.top_dense == 0.0:
+    if signals.content_terms == 0:
         return Evidence(False, "the question has no searchable words", 0.0, signals)
-    if signals.top_dense == 0.0 and not signals.coverage:
-        return Evidence(False, "no passage in the documents matches the question", 0.0, signals)
     probability = answerable_probability(signals, settings)
     threshold = settings.evidence.threshold
     if probability >= threshold:
@@ -147,6 +153,8 @@ def decide_evidence(signals: EvidenceSignals, settings: Settings) -> Evidence:
         reason = f"the documents never mention {', '.join(signals.unknown_identifiers[:3])}"
     elif signals.unknown_terms:
         reason = f"the documents never mention {', '.join(signals.unknown_terms[:3])}"
+    elif signals.top_dense == 0.0 and signals.coverage == 0.0:
+        reason = "no passage in the documents matches the question"
     else:
         reason = "the closest passages do not match the question closely enough"
     return Evidence(False, f"{reason} (confidence {probability:.2f} < {threshold:.2f})", probability, signals)

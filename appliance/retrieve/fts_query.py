@@ -11,7 +11,8 @@ import re
 
 from appliance.ingest.identifiers import extract_identifiers
 
-_WORD = re.compile(r"\w+", re.UNICODE)
+# Letters and digits only: FTS5's unicode61 tokenizer splits on "_" too, so "_" alone never matches.
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
 MAX_TERMS = 64
 
 STOPWORDS = frozenset(

@@ -164,20 +164,28 @@ class Searcher:
         return [(rows[chunk_id], score) for chunk_id, score in fused]
 
     def rerank(self, query: str, fused: Scored) -> tuple[Scored, bool]:
+        """Rescore the top `rerank.top` with the cross-encoder; the tail keeps its order below them.
+
+        The tail's scores are moved under the lowest cross-encoder score (keeping their order), so
+        that every consumer that sorts by score (document aggregation, evaluation) agrees with the
+        ranking shown.
+        """
         reranker = self.reranker
         if reranker is None or not fused:
             return fused, False
         top = fused[: self.settings.rerank.top]
         scores = reranker.score(query, [f"{row.header}\n{row.text}" for row, _ in top])
         rescored = sorted(zip([row for row, _ in top], scores, strict=True), key=lambda pair: -pair[1])
-        return [*rescored, *fused[len(top) :]], True
+        floor = rescored[-1][1] if rescored else 0.0
+        tail = [(row, floor - 1.0 - position * 1e-6) for position, (row, _) in enumerate(fused[len(top) :])]
+        return [*rescored, *tail], True
 
     # --- entry points --------------------------------------------------------------------------
 
     def search(
         self, query: str, *, k: int | None = None, mode: Mode | None = None, filters: Filters = NO_FILTERS
     ) -> SearchResult:
-        k = k or self.settings.search.k
+        k = self.settings.search.k if k is None else k
         mode = mode or self.settings.search.mode
         started = time.perf_counter()
         found = self.candidates(query, mode, max(self.settings.search.candidates, k), filters)
@@ -191,13 +199,29 @@ class Searcher:
             timings["rerank"] = _ms(t)
         t = time.perf_counter()
         evidence = decide_evidence(
-            EvidenceSignals.collect(self.index.catalog.conn, query, found, ranked if reranked else None),
+            EvidenceSignals.collect(
+                self.index.catalog.conn,
+                query,
+                self._complete_for_evidence(query, mode, found, filters),
+                ranked if reranked else None,
+            ),
             self.settings,
         )
         timings["evidence"] = _ms(t)
         hits = [_hit(rank, row, score) for rank, (row, score) in enumerate(ranked[:k], start=1)]
         timings["total"] = _ms(started)
         return SearchResult(query, mode, hits, evidence, timings, reranked)
+
+    def _complete_for_evidence(self, query: str, mode: Mode, found: Candidates, filters: Filters) -> Candidates:
+        """The evidence model reads both retrievers; a single-retriever search fetches the other's top few."""
+        if mode == "hybrid":
+            return found
+        other: Mode = "dense" if mode == "lexical" else "lexical"
+        extra = self.candidates(query, other, 10, filters)
+        return Candidates(
+            lexical=found.lexical if mode == "lexical" else extra.lexical,
+            dense=found.dense if mode == "dense" else extra.dense,
+        )
 
     def search_documents(
         self,
@@ -213,11 +237,15 @@ class Searcher:
         found = self.candidates(query, mode, max(self.settings.search.candidates, k), filters, query_vector)
         timings = dict(found.timings_ms)
         t = time.perf_counter()
-        ranked, _ = self.rerank(query, self.fuse(found, mode))
+        fused = self.fuse(found, mode)
+        timings["fusion"] = _ms(t)
+        t = time.perf_counter()
+        ranked, reranked = self.rerank(query, fused)
+        if reranked:
+            timings["rerank"] = _ms(t)
         documents = aggregate_documents(
             ranked, lambda row: row.document_path, other_chunks_weight=self.settings.search.other_chunks_weight
         )
-        timings["fusion"] = _ms(t)
         return [(doc, score) for doc, score, _ in documents[:k]], timings
 
 
