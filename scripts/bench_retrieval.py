@@ -86,8 +86,10 @@ def main() -> int:
     chunk_docs = [row[1] for row in chunk_rows]
     matrix = np.stack([np.frombuffer(row[2], dtype="<f4") for row in chunk_rows])
 
-    runs: dict[str, dict[str, dict[str, float]]] = {name: {} for name in (
-        "rank-bm25", "fts5", "dense-exact", "dense-hnsw", "hybrid-rrf", "hybrid-weighted", "appliance")}
+    runs: dict[str, dict[str, dict[str, float]]] = {
+        name: {}
+        for name in ("rank-bm25", "fts5", "dense-exact", "dense-hnsw", "hybrid-rrf", "hybrid-weighted", "appliance")
+    }
     hnsw_recall: list[float] = []
     vectors = searcher.embedder.embed([queries[q] for q in qids])
     fusion_modes = {
@@ -135,15 +137,24 @@ def main() -> int:
         t = time.perf_counter()
 
     results: dict[str, Any] = {
-        "dataset": str(args.beir), "split": args.split, "queries": len(qids),
-        "settings": {"fusion": own.search.fusion, "rrf_k": own.search.rrf_k, "dense_weight": own.search.dense_weight,
-                     "header_weight": own.search.header_weight, "candidates": own.search.candidates,
-                     "reranker": searcher.reranker.model_id if searcher.reranker else None},
+        "dataset": str(args.beir),
+        "split": args.split,
+        "queries": len(qids),
+        "settings": {
+            "fusion": own.search.fusion,
+            "rrf_k": own.search.rrf_k,
+            "dense_weight": own.search.dense_weight,
+            "header_weight": own.search.header_weight,
+            "candidates": own.search.candidates,
+            "reranker": searcher.reranker.model_id if searcher.reranker else None,
+        },
         "systems": {},
         "hnsw_recall@10_vs_exact": round(float(np.mean(hnsw_recall)), 4),
         "rank_bm25_build_s": round(build_bm25_s, 2),
-        "latency_ms": {stage: {"p50": round(percentile(v, 50), 2), "p95": round(percentile(v, 95), 2)}
-                       for stage, v in latency.items()},
+        "latency_ms": {
+            stage: {"p50": round(percentile(v, 50), 2), "p95": round(percentile(v, 95), 2)}
+            for stage, v in latency.items()
+        },
     }
     for name, run in runs.items():
         scores = evaluate_run(run, qrels)
@@ -155,8 +166,10 @@ def main() -> int:
     print(f"{args.beir.name} [{args.split}] {len(qids)} queries; settings {results['settings']}")
     print(f"{'system':<16} {'nDCG@10':>8} {'vs bm25':>8} {'R@10':>7} {'R@100':>7} {'MRR@10':>7}")
     for name, row in results["systems"].items():
-        print(f"{name:<16} {row['ndcg@10']:8.4f} {row['ndcg@10'] / baseline:7.2f}x {row['recall@10']:7.4f} "
-              f"{row['recall@100']:7.4f} {row['mrr@10']:7.4f}")
+        print(
+            f"{name:<16} {row['ndcg@10']:8.4f} {row['ndcg@10'] / baseline:7.2f}x {row['recall@10']:7.4f} "
+            f"{row['recall@100']:7.4f} {row['mrr@10']:7.4f}"
+        )
     print(f"HNSW recall@10 against exact search: {results['hnsw_recall@10_vs_exact']:.4f}")
     print("latency per stage (ms):")
     for stage, values in results["latency_ms"].items():

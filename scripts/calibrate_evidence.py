@@ -116,19 +116,27 @@ def main() -> int:
     cos_threshold = best_threshold(cos_tune, y_tune, args.max_false_refusal)
 
     result: dict[str, Any] = {
-        "coefficients": {"intercept": round(float(w[0]), 4),
-                         **{f: round(float(v), 4) for f, v in zip(FEATURES, w[1:], strict=True)}},
+        "coefficients": {
+            "intercept": round(float(w[0]), 4),
+            **{f: round(float(v), 4) for f, v in zip(FEATURES, w[1:], strict=True)},
+        },
         "threshold": round(threshold, 4),
         "tune": rates(p_tune, y_tune, threshold),
         "heldout": rates(p_held, y_held, threshold),
-        "top_cosine_only": {"threshold": round(cos_threshold, 4), "tune": rates(cos_tune, y_tune, cos_threshold),
-                            "heldout": rates(cos_held, y_held, cos_threshold)},
+        "top_cosine_only": {
+            "threshold": round(cos_threshold, 4),
+            "tune": rates(cos_tune, y_tune, cos_threshold),
+            "heldout": rates(cos_held, y_held, cos_threshold),
+        },
         "tutorial_cosine_0.35": {"tune": rates(cos_tune, y_tune, 0.35), "heldout": rates(cos_held, y_held, 0.35)},
         "heldout_by_kind": {},
     }
     for kind in ("out-of-corpus", "near-miss"):
-        ids = {json.loads(line)["id"] for line in args.heldout.read_text().splitlines()
-               if line.strip() and json.loads(line).get("kind") == kind}
+        ids = {
+            json.loads(line)["id"]
+            for line in args.heldout.read_text().splitlines()
+            if line.strip() and json.loads(line).get("kind") == kind
+        }
         mask = np.array([i.id in ids for i in heldout])
         if mask.any():
             result["heldout_by_kind"][kind] = round(float((p_held[mask] < threshold).mean()), 4)

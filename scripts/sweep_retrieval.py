@@ -34,8 +34,12 @@ Scored = list[tuple[ChunkRow, float]]
 
 
 def documents(scored: Scored, other_weight: float) -> dict[str, float]:
-    return {doc: score for doc, score, _ in aggregate_documents(scored, lambda r: r.document_path,
-                                                                other_chunks_weight=other_weight)[:100]}
+    return {
+        doc: score
+        for doc, score, _ in aggregate_documents(scored, lambda r: r.document_path, other_chunks_weight=other_weight)[
+            :100
+        ]
+    }
 
 
 def fuse_chunks(lexical: Scored, dense: Scored, how: str, value: float) -> Scored:
@@ -84,14 +88,22 @@ def main() -> int:
 
     def record(name: str, params: dict[str, Any], run: dict[str, dict[str, float]]) -> None:
         scores = evaluate_run(run, qrels)
-        rows.append({"system": name, **params, **{k: round(scores[k], 4) for k in
-                                                 ("ndcg@10", "recall@10", "recall@100", "mrr@10")}})
+        rows.append(
+            {
+                "system": name,
+                **params,
+                **{k: round(scores[k], 4) for k in ("ndcg@10", "recall@10", "recall@100", "mrr@10")},
+            }
+        )
 
     for other in (0.0, 0.05, 0.1, 0.25):
         record("dense", {"other_chunks_weight": other}, {q: documents(dense[q], other) for q in qids})
         for weight in header_weights:
-            record("lexical", {"header_weight": weight, "other_chunks_weight": other},
-                   {q: documents(lexical[weight][q], other) for q in qids})
+            record(
+                "lexical",
+                {"header_weight": weight, "other_chunks_weight": other},
+                {q: documents(lexical[weight][q], other) for q in qids},
+            )
     for weight, other in itertools.product(header_weights, (0.0, 0.05, 0.1)):
         for k in (5, 10, 20, 40, 60, 100):
             run = {q: documents(fuse_chunks(lexical[weight][q], dense[q], "rrf", k), other) for q in qids}
@@ -113,10 +125,12 @@ def main() -> int:
     # z-score normalisation instead of min-max.
     def zfuse(lex: Scored, den: Scored, w: float) -> Scored:
         rows_by_id = {r.id: r for r, _ in [*lex, *den]}
+
         def z(scored: Scored) -> dict[str, float]:
             values = np.array([s for _, s in scored]) if scored else np.zeros(1)
             mean, std = float(values.mean()), float(values.std()) or 1.0
             return {r.id: (s - mean) / std for r, s in scored}
+
         zl, zd = z(lex), z(den)
         low_l = min(zl.values(), default=0.0)
         low_d = min(zd.values(), default=0.0)
@@ -145,10 +159,13 @@ def main() -> int:
 
     rows.sort(key=lambda r: -r["ndcg@10"])
     for row in rows:
-        params = " ".join(f"{k}={v}" for k, v in row.items() if k not in ("system", "ndcg@10", "recall@10",
-                                                                         "recall@100", "mrr@10"))
-        print(f"{row['system']:<16} ndcg@10 {row['ndcg@10']:.4f}  R@10 {row['recall@10']:.4f}  "
-              f"R@100 {row['recall@100']:.4f}  MRR@10 {row['mrr@10']:.4f}  {params}")
+        params = " ".join(
+            f"{k}={v}" for k, v in row.items() if k not in ("system", "ndcg@10", "recall@10", "recall@100", "mrr@10")
+        )
+        print(
+            f"{row['system']:<16} ndcg@10 {row['ndcg@10']:.4f}  R@10 {row['recall@10']:.4f}  "
+            f"R@100 {row['recall@100']:.4f}  MRR@10 {row['mrr@10']:.4f}  {params}"
+        )
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0
