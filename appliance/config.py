@@ -123,6 +123,36 @@ class EvidenceSettings(Section):
     rerank_center: float = Field(0.0, ge=-100.0, le=100.0, description="Cross-encoder score that is neutral.")
 
 
+class GeneratorSettings(Section):
+    backend: Literal["llama_cpp", "openai"] = Field(
+        "llama_cpp",
+        description="llama_cpp: a GGUF from the model store in this process. openai: an OpenAI-compatible server.",
+    )
+    model: str = Field(
+        "qwen2.5-coder-1.5b-instruct",
+        description="Generator name in the model store (llama_cpp) or the model id sent to the server (openai).",
+    )
+    n_ctx: int = Field(4096, ge=512, le=131072, description="Context window in tokens (prompt + answer).")
+    n_threads: int = Field(0, ge=0, le=512, description="CPU threads for llama.cpp; 0 = one per core.")
+    n_batch: int = Field(512, ge=8, le=8192, description="Prompt tokens evaluated per llama.cpp batch.")
+    n_gpu_layers: int = Field(
+        -1, ge=-1, le=1000, description="Layers offloaded to the GPU; -1 = all (a no-op on a CPU-only build)."
+    )
+    max_tokens: int = Field(384, ge=16, le=8192, description="Most tokens an answer may take.")
+    temperature: float = Field(0.1, ge=0.0, le=2.0, description="Sampling temperature (low: stick to the sources).")
+    seed: int = Field(42, ge=0, description="Sampling seed, for repeatable answers.")
+    url: str = Field("", description="openai backend: base URL of the server, e.g. http://127.0.0.1:8081/v1.")
+    api_key: str = Field("", description="openai backend: bearer token, if the server wants one (never logged).")
+    timeout_s: float = Field(120.0, gt=0.0, le=3600.0, description="openai backend: timeout of one request.")
+    retries: int = Field(2, ge=0, le=10, description="openai backend: retries of a failed connection or 5xx.")
+    queue_size: int = Field(
+        8, ge=0, le=1000, description="Requests that may wait for the local model; one more is refused as busy."
+    )
+    queue_timeout_s: float = Field(
+        300.0, gt=0.0, le=3600.0, description="How long a request waits in the queue before it is refused as busy."
+    )
+
+
 class Settings(Section):
     home: Path = Field(Path(".appliance"), description="Folder holding all state: catalog, vectors, locks, logs.")
     models_dir: Path = Field(Path("models"), description="The local model store; nothing is ever downloaded.")
@@ -133,6 +163,7 @@ class Settings(Section):
     search: SearchSettings = Field(default_factory=SearchSettings)  # type: ignore[arg-type]
     rerank: RerankSettings = Field(default_factory=RerankSettings)  # type: ignore[arg-type]
     evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)  # type: ignore[arg-type]
+    generator: GeneratorSettings = Field(default_factory=GeneratorSettings)  # type: ignore[arg-type]
 
     # Derived locations: one place that says where each piece of state lives.
     @property

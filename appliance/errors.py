@@ -38,3 +38,11 @@ class IndexBusy(ApplianceError):
 
 class IndexError_(ApplianceError):
     """The index is damaged in a way reconcile cannot repair."""
+
+
+class GeneratorBusy(ApplianceError):
+    """Every slot of the generation queue is taken (the API maps this to 503 with Retry-After)."""
+
+
+class GeneratorError(ApplianceError):
+    """The generator failed: a model that does not load, a remote server that errs or times out."""
