@@ -153,6 +153,18 @@ class GeneratorSettings(Section):
     )
 
 
+class AnswerSettings(Section):
+    max_sources: int = Field(4, ge=1, le=50, description="Most retrieved passages given to the model as sources.")
+    max_prompt_tokens: int = Field(
+        1400,
+        ge=256,
+        le=131072,
+        description="Prompt budget in tokens (also capped by generator.n_ctx minus generator.max_tokens): "
+        "prefill time grows with it.",
+    )
+    evidence_sentences: int = Field(2, ge=1, le=10, description="Best-matching sentences shown per source.")
+
+
 class Settings(Section):
     home: Path = Field(Path(".appliance"), description="Folder holding all state: catalog, vectors, locks, logs.")
     models_dir: Path = Field(Path("models"), description="The local model store; nothing is ever downloaded.")
@@ -164,6 +176,7 @@ class Settings(Section):
     rerank: RerankSettings = Field(default_factory=RerankSettings)  # type: ignore[arg-type]
     evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)  # type: ignore[arg-type]
     generator: GeneratorSettings = Field(default_factory=GeneratorSettings)  # type: ignore[arg-type]
+    answer: AnswerSettings = Field(default_factory=AnswerSettings)  # type: ignore[arg-type]
 
     # Derived locations: one place that says where each piece of state lives.
     @property
