@@ -31,7 +31,7 @@ from appliance.retrieve.search import Searcher
 
 REPO = Path(__file__).resolve().parent.parent
 RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
-FEATURES = ("top_dense", "coverage", "unknown_fraction", "unknown_identifier", "agreement")
+FEATURES = ("top_dense", "coverage", "any_unknown", "unknown_fraction", "unknown_identifier", "agreement")
 
 
 def signals_for(searcher: Searcher, items: list[QAItem]) -> list[EvidenceSignals]:

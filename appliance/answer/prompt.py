@@ -80,6 +80,10 @@ def leading_sentences(text: str, fits: Callable[[str], bool]) -> str:
     return best
 
 
+def _fits_alone(chunk: ChunkRow, room: int, count_tokens: Callable[[str], int]) -> Callable[[str], bool]:
+    return lambda text: count_tokens(Source(1, chunk, text).block()) + 2 <= room
+
+
 def build_prompt(
     question: str,
     chunks: Sequence[ChunkRow],
@@ -108,9 +112,7 @@ def build_prompt(
         if not sources:
             # Even the best passage alone is too long: keep its leading whole sentences.
             room = budget_tokens - used
-            text = leading_sentences(
-                chunk.text, lambda t: count_tokens(Source(1, chunk, t).block()) + 2 <= room
-            )
+            text = leading_sentences(chunk.text, _fits_alone(chunk, room, count_tokens))
             if text:
                 source = Source(1, chunk, text)
                 sources.append(source)

@@ -18,6 +18,7 @@ from appliance.index.index import VECTORS_DIRTY, Index
 from appliance.index.lock import writer_lock
 from appliance.ingest.chunker import chunk_document
 from appliance.ingest.document import DocumentBuilder
+from appliance.ingest.pipeline import PIPELINE_SIGNATURE, pipeline_signature
 from appliance.ingest.scan import FoundFile
 from appliance.ingest.writer import BatchWriter, IngestReport, PreparedDocument
 from appliance.models.registry import load_embedder
@@ -50,6 +51,8 @@ def build_beir_index(
         try:
             if index.catalog.get_state(VECTORS_DIRTY) == "1":
                 index.reconcile()
+            signature = pipeline_signature(own)
+            rechunk = index.catalog.get_state(PIPELINE_SIGNATURE) != signature
             known = {d.path: d.sha256 for d in index.catalog.documents()}
             embedder = load_embedder(own)
             writer = BatchWriter(index, embedder, report)
@@ -59,7 +62,7 @@ def build_beir_index(
                 if progress and position % 100 == 0:
                     progress(position)
                 sha = _document_sha(doc)
-                if known.get(doc.doc_id) == sha:
+                if not rechunk and known.get(doc.doc_id) == sha:
                     report.unchanged += 1
                     continue
                 builder = DocumentBuilder(doc.doc_id, "txt")
@@ -83,6 +86,7 @@ def build_beir_index(
                 writer.remove(gone)
                 report.removed += 1
             index.catalog.set_state(VECTORS_DIRTY, "0")
+            index.catalog.set_state(PIPELINE_SIGNATURE, signature)
             report.chunks_total = index.catalog.counts()["chunks"]
         finally:
             index.close()

@@ -14,10 +14,13 @@ import hashlib
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
+from pathlib import PurePosixPath
 
 from appliance.ingest.document import Block, LoadedDocument
 from appliance.ingest.identifiers import extract_identifiers
 
+# Bump when chunking changes: a reindex then re-chunks every document (embeddings are reused by text).
+CHUNKER_VERSION = 2
 SECTION_SEPARATOR = " › "
 # [CLS] and [SEP] (or a model's equivalents) are added to every embedded text.
 SPECIAL_TOKENS = 2
@@ -60,6 +63,9 @@ def chunk_document(
 ) -> list[Chunk]:
     """Split a loaded document into chunks with provenance. Deterministic for equal input."""
     chunks: list[Chunk] = []
+    # Runbooks are often named after the alert they handle (KubePodCrashLooping.md) and never
+    # repeat the name in their text: the file name counts as an identifier of every chunk.
+    file_stem = PurePosixPath(doc.path).stem
     for section, blocks in _sections(doc):
         header = _header(doc.title, section, count_tokens, max_tokens)
         budget = max_tokens - SPECIAL_TOKENS - count_tokens([header + "\n"])[0]
@@ -77,7 +83,7 @@ def chunk_document(
                     page=group[0].page,
                     start=start,
                     end=end,
-                    identifiers=" ".join(extract_identifiers(header + "\n" + text)),
+                    identifiers=" ".join(extract_identifiers(f"{file_stem}\n{header}\n{text}")),
                 )
             )
     return _with_ids(doc.path, chunks)

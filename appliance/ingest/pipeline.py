@@ -21,7 +21,7 @@ from appliance.errors import ApplianceError, DocumentError, UnsupportedDocument
 from appliance.index.catalog import DocumentRow
 from appliance.index.index import VECTORS_DIRTY, Index, Repair
 from appliance.index.lock import writer_lock
-from appliance.ingest.chunker import chunk_document
+from appliance.ingest.chunker import CHUNKER_VERSION, chunk_document
 from appliance.ingest.loaders import load_document
 from appliance.ingest.scan import FoundFile, display_prefix, scan_source
 from appliance.ingest.writer import BatchWriter, IngestReport, PreparedDocument
@@ -61,15 +61,32 @@ def reindex(settings: Settings, progress: Progress | None = None, only: list[str
             report.repaired = _repair_json(index.reconcile())
         embedder = load_embedder(settings)
         writer = BatchWriter(index, embedder, report)
+        signature = pipeline_signature(settings)
+        rechunk = catalog.get_state(PIPELINE_SIGNATURE) != signature
         for source in only if only is not None else catalog.sources():
-            _sync_source(settings, index, writer, Path(source), report, progress)
+            _sync_source(settings, index, writer, Path(source), report, progress, rechunk=rechunk)
         writer.flush()
         if catalog.get_state(VECTORS_DIRTY) == "1":
             catalog.set_state(VECTORS_DIRTY, "0")
+        if only is None or set(only) >= set(catalog.sources()):
+            catalog.set_state(PIPELINE_SIGNATURE, signature)
         catalog.set_state("last_reindex", str(time.time()))
         report.chunks_total = catalog.counts()["chunks"]
     report.seconds = time.monotonic() - started
     return report
+
+
+PIPELINE_SIGNATURE = "pipeline_signature"
+
+
+def pipeline_signature(settings: Settings) -> str:
+    """What the stored chunks depend on besides file content; when it changes every file is re-chunked
+    (cheaply: embeddings of unchanged text are reused)."""
+    ingest = settings.ingest
+    return (
+        f"chunker={CHUNKER_VERSION};max_tokens={ingest.chunk_max_tokens};overlap={ingest.chunk_overlap_tokens};"
+        f"embedder={settings.embedder.model}"
+    )
 
 
 class _open_index:
@@ -98,6 +115,8 @@ def _sync_source(
     source: Path,
     report: IngestReport,
     progress: Progress | None,
+    *,
+    rechunk: bool = False,
 ) -> None:
     catalog = index.catalog
     if not source.exists():
@@ -119,6 +138,7 @@ def _sync_source(
             report=report,
             index=index,
             embedder=writer.embedder,
+            rechunk=rechunk,
         )
         if pending is not None:
             writer.add(pending)
@@ -137,6 +157,7 @@ def _prepare(
     report: IngestReport,
     index: Index,
     embedder: Embedder,
+    rechunk: bool = False,
 ) -> PreparedDocument | None:
     catalog = index.catalog
     if item.skip is not None:
@@ -146,7 +167,8 @@ def _prepare(
         _record_failure(index, catalog_doc, item, source, item.error, report)
         return None
     if (
-        catalog_doc is not None
+        not rechunk
+        and catalog_doc is not None
         and catalog_doc.status != "failed"
         and catalog_doc.size == item.size
         and catalog_doc.mtime == item.mtime
@@ -160,7 +182,8 @@ def _prepare(
         _record_failure(index, catalog_doc, item, source, f"cannot read file ({exc.strerror or exc})", report)
         return None
     if (
-        catalog_doc is not None
+        not rechunk
+        and catalog_doc is not None
         and catalog_doc.sha256 == sha
         and catalog_doc.status != "failed"
         and not catalog_doc.error

@@ -99,6 +99,7 @@ class EvidenceSignals:
 
     def features(self) -> dict[str, float]:
         return {
+            "any_unknown": 1.0 if (self.unknown_terms or self.unknown_identifiers) else 0.0,
             "unknown_fraction": self.unknown_fraction,
             "unknown_identifier": 1.0 if self.unknown_identifiers else 0.0,
             "top_dense": self.top_dense,
