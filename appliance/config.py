@@ -100,18 +100,20 @@ class RerankSettings(Section):
 
 # Fitted by scripts/calibrate_evidence.py on scripts/qa/runbooks_tune.jsonl (logistic regression).
 DEFAULT_EVIDENCE_COEFFICIENTS = {
-    "intercept": -8.0,
-    "top_dense": 10.0,
-    "coverage": 3.0,
-    "unknown_fraction": -6.0,
-    "unknown_identifier": -3.0,
-    "agreement": 1.0,
+    "intercept": -1.0742,
+    "top_dense": 3.1659,
+    "coverage": 0.5044,
+    "unknown_identifier": -1.3217,
+    "agreement": 0.5949,
 }
 
 
 class EvidenceSettings(Section):
+    refuse_unknown_terms: bool = Field(
+        True, description="Refuse when a word of the question occurs nowhere in the documents."
+    )
     threshold: float = Field(
-        0.5, ge=0.0, le=1.0, description="Answer only when the evidence model's probability reaches this."
+        0.6424, ge=0.0, le=1.0, description="Answer only when the evidence model's probability reaches this."
     )
     coefficients: dict[str, float] = Field(
         default_factory=lambda: dict(DEFAULT_EVIDENCE_COEFFICIENTS),

@@ -48,7 +48,7 @@ def test_prometheus_operator_runbooks_end_to_end(cli_env: dict[str, str]) -> Non
     assert report["chunks_embedded"] == report["chunks_total"] > 300
 
     result = as_json(appliance(cli_env, "search", "KubePodCrashLooping", "--k", "3", "--json"))
-    assert set(result) == {"query", "mode", "hits", "timings_ms"}
+    assert set(result) >= {"query", "mode", "hits", "timings_ms", "evidence"}
     assert result["mode"] == "hybrid"
     assert result["hits"][0]["path"].endswith("kubernetes/KubePodCrashLooping.md")
 

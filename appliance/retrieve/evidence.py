@@ -46,6 +46,15 @@ def _occurs(conn: sqlite3.Connection, table: str, term: str, rowid: int | None =
         return False  # a term the tokenizer reduces to nothing
 
 
+def _is_strong_identifier(token: str) -> bool:
+    """Tags, alert names, settings: capitals, digits with letters, or underscores. Hyphenated plain words
+    ("bare-metal", "last-resort") are identifiers for matching but too often phrased differently in the
+    documents to count as evidence that the documents never mention the subject."""
+    has_digit = any(ch.isdigit() for ch in token)
+    has_alpha = any(ch.isalpha() for ch in token)
+    return any(ch.isupper() for ch in token) or "_" in token or (has_digit and has_alpha)
+
+
 def _as_typed(query: str, term: str) -> str:
     """The term as the user wrote it (terms are matched lower-cased): reasons quote the user."""
     match = re.search(re.escape(term), query, flags=re.IGNORECASE)
@@ -77,7 +86,11 @@ class EvidenceSignals:
         terms = word_terms(query)
         unknown = tuple(_as_typed(query, t) for t in terms if not _occurs(conn, "chunks_fts", t))
         identifiers = extract_identifiers(query)
-        unknown_ids = tuple(_as_typed(query, i) for i in identifiers if not _occurs(conn, "chunks_ident", i))
+        unknown_ids = tuple(
+            typed
+            for typed in (_as_typed(query, i) for i in identifiers if not _occurs(conn, "chunks_ident", i))
+            if _is_strong_identifier(typed)
+        )
         best = reranked[0][0] if reranked else (found.dense[0][0] if found.dense else None)
         if best is None and found.lexical:
             best = found.lexical[0][0]
@@ -99,7 +112,7 @@ class EvidenceSignals:
 
     def features(self) -> dict[str, float]:
         return {
-            "any_unknown": 1.0 if (self.unknown_terms or self.unknown_identifiers) else 0.0,
+            "any_unknown": 1.0 if self.unknown_terms else 0.0,
             "unknown_fraction": self.unknown_fraction,
             "unknown_identifier": 1.0 if self.unknown_identifiers else 0.0,
             "top_dense": self.top_dense,
@@ -141,19 +154,29 @@ def answerable_probability(signals: EvidenceSignals, settings: Settings) -> floa
     return 1.0 / (1.0 + math.exp(-z))
 
 
+def _unknown_subject(signals: EvidenceSignals) -> str:
+    """Identifiers first (the tag the user typed), then words not already part of one."""
+    named = list(signals.unknown_identifiers[:3])
+    inside = " ".join(named).lower()
+    named += [t for t in signals.unknown_terms if t.lower() not in inside][: max(0, 3 - len(named))]
+    return ", ".join(named)
+
+
 def decide_evidence(signals: EvidenceSignals, settings: Settings) -> Evidence:
     if signals.content_terms == 0:
         return Evidence(False, "the question has no searchable words", 0.0, signals)
     probability = answerable_probability(signals, settings)
     threshold = settings.evidence.threshold
+    if settings.evidence.refuse_unknown_terms and signals.unknown_terms:
+        # The question names something the documents never mention (a product, an alert, a tag):
+        # the strongest single sign that they cannot answer it.
+        return Evidence(False, f"the documents never mention {_unknown_subject(signals)}", 0.0, signals)
     if probability >= threshold:
         return Evidence(
             True, f"matching passages found (confidence {probability:.2f} ≥ {threshold:.2f})", probability, signals
         )
-    if signals.unknown_identifiers:
-        reason = f"the documents never mention {', '.join(signals.unknown_identifiers[:3])}"
-    elif signals.unknown_terms:
-        reason = f"the documents never mention {', '.join(signals.unknown_terms[:3])}"
+    if signals.unknown_identifiers or signals.unknown_terms:
+        reason = f"the documents never mention {_unknown_subject(signals)}"
     elif signals.top_dense == 0.0 and signals.coverage == 0.0:
         reason = "no passage in the documents matches the question"
     else:
