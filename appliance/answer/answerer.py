@@ -1,0 +1,268 @@
+"""Ask: retrieve → (refuse without the LLM | prompt → stream the answer) → check every citation.
+
+`Answerer.events()` is the one code path for the CLI and the API: it yields the evidence first
+(the SOP's own sentences, so an operator can read them while the model writes), then the answer
+text as it is generated, then the finished `AnswerResult` with citations and the grounding check.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal
+
+from appliance.answer.citations import parse_citations
+from appliance.answer.evidence_sentences import best_sentences
+from appliance.answer.prompt import REFUSAL, Prompt, Source, build_prompt
+from appliance.answer.support import check_support
+from appliance.config import Settings
+from appliance.index.catalog import ChunkRow
+from appliance.models.generation import ChatMessage, Generator, load_generator
+from appliance.retrieve.filters import NO_FILTERS, Filters
+from appliance.retrieve.search import Hit, Searcher
+
+# How many of the closest passages a refusal still lists, so the operator can look for himself.
+REFUSAL_CLOSEST = 3
+_MODEL_REFUSAL = re.compile(r"(the )?(documents|sources)( provided)? do(es)? not (cover|answer|contain|mention)", re.I)
+
+
+@dataclass(frozen=True)
+class EvidenceSentence:
+    text: str
+    start: int  # character offsets in the passage text
+    end: int
+    score: float
+
+
+@dataclass(frozen=True)
+class EvidenceItem:
+    n: int | None  # source number in the prompt; None for the closest passages of a refusal
+    chunk_id: str
+    path: str
+    title: str
+    section: str
+    page: int | None
+    score: float
+    text: str
+    sentences: list[EvidenceSentence]
+
+
+@dataclass(frozen=True)
+class Citation:
+    n: int
+    chunk_id: str
+    path: str
+    section: str
+    page: int | None
+
+
+@dataclass
+class AnswerResult:
+    question: str
+    answer: str
+    refused: bool
+    grounded: bool
+    verified: bool
+    unsupported: list[str]
+    citations: list[Citation]
+    evidence: list[EvidenceItem]
+    timings_ms: dict[str, float]
+    model: str | None
+    refusal_reason: str | None = None
+    removed_citations: list[int] = field(default_factory=list)
+    prompt: dict[str, int] = field(default_factory=dict)
+    generation: dict[str, Any] = field(default_factory=dict)
+
+    def as_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["timings_ms"] = {k: round(v, 1) for k, v in self.timings_ms.items()}
+        return data
+
+
+EventKind = Literal["evidence", "token", "done"]
+
+
+@dataclass(frozen=True)
+class AnswerEvent:
+    kind: EventKind
+    evidence: list[EvidenceItem] | None = None
+    text: str | None = None
+    result: AnswerResult | None = None
+
+
+class Answerer:
+    """One per process: holds the searcher (index, embedder) and the generator (loaded on first use)."""
+
+    def __init__(
+        self, settings: Settings, searcher: Searcher | None = None, generator: Generator | None = None
+    ) -> None:
+        self.settings = settings
+        self.searcher = searcher or Searcher(settings)
+        self._generator = generator
+
+    @property
+    def generator(self) -> Generator:
+        if self._generator is None:
+            self._generator = load_generator(self.settings)
+        return self._generator
+
+    def close(self) -> None:
+        self.searcher.close()
+        if self._generator is not None:
+            self._generator.close()
+
+    def ask(self, question: str, *, k: int | None = None, filters: Filters = NO_FILTERS) -> AnswerResult:
+        for event in self.events(question, k=k, filters=filters):
+            if event.kind == "done" and event.result is not None:
+                return event.result
+        raise RuntimeError("the answer stream ended without a result")  # pragma: no cover
+
+    def events(self, question: str, *, k: int | None = None, filters: Filters = NO_FILTERS) -> Iterator[AnswerEvent]:
+        started = time.perf_counter()
+        max_sources = k or self.settings.answer.max_sources
+        found = self.searcher.search(question, k=max(max_sources, REFUSAL_CLOSEST), filters=filters)
+        timings = {"retrieve": found.timings_ms.get("total", 0.0) - found.timings_ms.get("rerank", 0.0)}
+        if "rerank" in found.timings_ms:
+            timings["rerank"] = found.timings_ms["rerank"]
+        rows = self._rows(found.hits)
+
+        if not found.evidence.sufficient:
+            closest = [
+                self._evidence_item(question, None, hit, rows[hit.chunk_id]) for hit in found.hits[:REFUSAL_CLOSEST]
+            ]
+            yield AnswerEvent("evidence", evidence=closest)
+            timings["total"] = _ms(started)
+            yield AnswerEvent("done", result=self._refusal(question, closest, timings, found.evidence.reason))
+            return
+
+        generator = self.generator
+        budget = min(self.settings.answer.max_prompt_tokens, generator.n_ctx - self.settings.generator.max_tokens)
+        prompt = build_prompt(
+            question,
+            [rows[hit.chunk_id] for hit in found.hits],
+            count_tokens=generator.count_tokens,
+            budget_tokens=budget,
+            max_sources=max_sources,
+        )
+        evidence = [
+            self._evidence_item(question, source.n, _hit_of(found.hits, source), source.chunk, source.text)
+            for source in prompt.sources
+        ]
+        yield AnswerEvent("evidence", evidence=evidence)
+
+        messages = [ChatMessage(role, content) for role, content in prompt.messages()]
+        pieces: list[str] = []
+        first_token_ms: float | None = None
+        with generator.stream(messages, max_tokens=self.settings.generator.max_tokens) as stream:
+            for piece in stream:
+                if first_token_ms is None and piece.strip():
+                    first_token_ms = _ms(started)
+                pieces.append(piece)
+                yield AnswerEvent("token", text=piece)
+        stats = stream.stats
+        timings["first_token"] = first_token_ms if first_token_ms is not None else _ms(started)
+        timings["total"] = _ms(started)
+        yield AnswerEvent("done", result=self._checked(question, "".join(pieces), prompt, evidence, timings, stats))
+
+    # --- helpers -----------------------------------------------------------------------------
+
+    def _rows(self, hits: list[Hit]) -> dict[str, ChunkRow]:
+        return self.searcher.index.catalog.chunks_by_ids([hit.chunk_id for hit in hits])
+
+    def _evidence_item(
+        self, question: str, n: int | None, hit: Hit | None, row: ChunkRow, text: str | None = None
+    ) -> EvidenceItem:
+        passage = text if text is not None else row.text
+        spans = best_sentences(question, passage, k=self.settings.answer.evidence_sentences)
+        return EvidenceItem(
+            n=n,
+            chunk_id=row.id,
+            path=row.document_path,
+            title=row.title,
+            section=row.section,
+            page=row.page,
+            score=hit.score if hit is not None else 0.0,
+            text=passage,
+            sentences=[EvidenceSentence(passage[s:e], s, e, round(score, 4)) for s, e, score in spans],
+        )
+
+    def _refusal(
+        self, question: str, closest: list[EvidenceItem], timings: dict[str, float], reason: str
+    ) -> AnswerResult:
+        return AnswerResult(
+            question=question,
+            answer=REFUSAL,
+            refused=True,
+            grounded=False,
+            verified=False,
+            unsupported=[],
+            citations=[],
+            evidence=closest,
+            timings_ms=timings,
+            model=None,  # no model was asked
+            refusal_reason=reason,
+        )
+
+    def _checked(
+        self,
+        question: str,
+        raw_answer: str,
+        prompt: Prompt,
+        evidence: list[EvidenceItem],
+        timings: dict[str, float],
+        stats: Any,
+    ) -> AnswerResult:
+        report = parse_citations(raw_answer.strip(), len(prompt.sources))
+        by_number = {source.n: source for source in prompt.sources}
+        model_refused = bool(_MODEL_REFUSAL.search(report.text)) and not report.cited
+        support = check_support(
+            report.sentences,
+            {source.n: source.text for source in prompt.sources},
+            embed=self.searcher.embedder.embed,
+        )
+        citations = [
+            Citation(
+                n,
+                by_number[n].chunk.id,
+                by_number[n].chunk.document_path,
+                by_number[n].chunk.section,
+                by_number[n].chunk.page,
+            )
+            for n in report.cited
+        ]
+        generation: dict[str, Any] = {}
+        if stats is not None:
+            generation = {
+                "prompt_tokens": stats.prompt_tokens,
+                "completion_tokens": stats.completion_tokens,
+                "prefill_ms": stats.prefill_ms,
+                "decode_ms": stats.decode_ms,
+                "queue_wait_ms": stats.queue_wait_ms,
+                "finish_reason": stats.finish_reason,
+            }
+        return AnswerResult(
+            question=question,
+            answer=REFUSAL if model_refused else report.text,
+            refused=model_refused,
+            grounded=False if model_refused else support.grounded,
+            verified=False if model_refused else support.verified,
+            unsupported=[] if model_refused else support.unsupported,
+            citations=[] if model_refused else citations,
+            evidence=evidence,
+            timings_ms=timings,
+            model=self.generator.model_id,
+            refusal_reason="the model found no answer in the sources" if model_refused else None,
+            removed_citations=report.removed,
+            prompt={"tokens": prompt.prompt_tokens, "sources": len(prompt.sources), "dropped": prompt.dropped},
+            generation=generation,
+        )
+
+
+def _hit_of(hits: list[Hit], source: Source) -> Hit | None:
+    return next((hit for hit in hits if hit.chunk_id == source.chunk.id), None)
+
+
+def _ms(since: float) -> float:
+    return (time.perf_counter() - since) * 1000.0

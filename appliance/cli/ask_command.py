@@ -1,0 +1,108 @@
+"""ask."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from appliance.answer.answerer import Answerer, AnswerResult, EvidenceItem
+from appliance.cli.common import current_settings, echo_json, handle_errors
+from appliance.retrieve.filters import DOC_TYPES, Filters
+
+
+def _where(item: EvidenceItem) -> str:
+    parts = [item.path]
+    if item.section:
+        parts.append(item.section)
+    text = " › ".join(parts)
+    return text + (f" (p. {item.page})" if item.page else "")
+
+
+def _highlighted(item: EvidenceItem) -> str:
+    """The passage's best sentences, in bold, so the SOP's own words stand out."""
+    return " … ".join(click.style(" ".join(s.text.split()), bold=True) for s in item.sentences)
+
+
+def _print_evidence(evidence: list[EvidenceItem], refused: bool) -> None:
+    title = "Closest passages:" if refused else "Sources:"
+    click.echo(click.style(title, underline=True))
+    for item in evidence:
+        label = f"[{item.n}]" if item.n is not None else "-"
+        click.echo(f"{label} {_where(item)}")
+        if item.sentences:
+            click.echo(f"    {_highlighted(item)}")
+
+
+def _print_result(result: AnswerResult, streamed: bool) -> None:
+    if not streamed:
+        click.echo(result.answer)
+    click.echo()
+    if result.refused:
+        click.echo(click.style(f"Not answered: {result.refusal_reason}", fg="yellow"))
+    elif result.grounded:
+        click.echo(click.style("Every statement is supported by the sentences it cites.", fg="green"))
+    else:
+        click.echo(click.style("Check before acting: some statements are not supported by their citations:", fg="red"))
+        for sentence in result.unsupported:
+            click.echo(f"  - {sentence}")
+    if result.citations:
+        click.echo(click.style("Citations:", underline=True))
+        for citation in result.citations:
+            page = f", p. {citation.page}" if citation.page else ""
+            section = f" › {citation.section}" if citation.section else ""
+            click.echo(f"[{citation.n}] {citation.path}{section}{page}")
+    if result.removed_citations:
+        click.echo(f"(removed citations to sources that were not given: {result.removed_citations})")
+    t = result.timings_ms
+    first = f", first token {t['first_token'] / 1000:.1f} s" if "first_token" in t else ""
+    click.echo(f"({result.model or 'no model asked'}{first}, total {t['total'] / 1000:.1f} s)", err=True)
+
+
+def register(cli: click.Group) -> None:
+    @cli.command("ask")
+    @click.argument("question")
+    @click.option(
+        "--k",
+        type=click.IntRange(1, 50),
+        default=None,
+        help="Most passages given as sources [default: answer.max_sources].",
+    )
+    @click.option("--stream", is_flag=True, help="Print the answer as it is generated.")
+    @click.option("--path", "path_prefix", default=None, help="Only documents whose path starts with this.")
+    @click.option("--type", "doc_types", multiple=True, type=click.Choice(DOC_TYPES), help="Only these document types.")
+    @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (no streaming).")
+    @handle_errors
+    def ask_command(
+        question: str, k: int | None, stream: bool, path_prefix: str | None, doc_types: tuple[str, ...], as_json: bool
+    ) -> None:
+        """Answer QUESTION from the indexed documents, citing them, or say plainly that they do not cover it.
+
+        The evidence (each source's best-matching sentences) is shown first; every sentence of the
+        answer is then checked against the sources it cites. When retrieval finds no evidence, no
+        model is asked at all.
+
+        Example: appliance ask "What do I check before changing a chlorine cylinder?" --stream
+        """
+        answerer = Answerer(current_settings())
+        filters = Filters(path_prefix=path_prefix, doc_types=doc_types)
+        try:
+            if as_json:
+                echo_json(answerer.ask(question, k=k, filters=filters).as_json())
+                return
+            streamed = False
+            for event in answerer.events(question, k=k, filters=filters):
+                if event.kind == "evidence" and event.evidence is not None:
+                    refused_now = bool(event.evidence) and event.evidence[0].n is None
+                    _print_evidence(event.evidence, refused_now)
+                    click.echo()
+                elif event.kind == "token" and stream and event.text:
+                    streamed = True
+                    sys.stdout.write(event.text)
+                    sys.stdout.flush()
+                elif event.kind == "done" and event.result is not None:
+                    if streamed:
+                        click.echo()
+                    _print_result(event.result, streamed and not event.result.refused)
+        finally:
+            answerer.close()
