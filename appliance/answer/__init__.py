@@ -1,0 +1,1 @@
+"""Answer generation: prompt assembly, citation parsing and support checking."""

@@ -1,0 +1,24 @@
+"""Generator backends for a local LLM: llama.cpp in this process, or an OpenAI-compatible server.
+
+Modules: base (messages, stats, the stream object, the Generator protocol), fair_queue (the FIFO
+queue in front of a local model), local (LlamaCppGenerator), remote (OpenAICompatibleGenerator),
+llama_log (llama.cpp's log into Python logging), loader (load_generator).
+"""
+
+from appliance.models.generation.base import ChatMessage, GenerationStats, GenerationStream, Generator
+from appliance.models.generation.fair_queue import FairQueue, Ticket
+from appliance.models.generation.loader import load_generator
+from appliance.models.generation.local import LlamaCppGenerator
+from appliance.models.generation.remote import OpenAICompatibleGenerator
+
+__all__ = [
+    "ChatMessage",
+    "FairQueue",
+    "GenerationStats",
+    "GenerationStream",
+    "Generator",
+    "LlamaCppGenerator",
+    "OpenAICompatibleGenerator",
+    "Ticket",
+    "load_generator",
+]

@@ -1,0 +1,339 @@
+"""The local backend: a GGUF from the model store, run in this process by llama.cpp (llama-cpp-python).
+
+The prompt is the model's own chat template (`tokenizer.chat_template` in the GGUF) rendered by
+llama-cpp-python's Jinja2 formatter; the same rendering is tokenized for `prompt_tokens()`, so the
+count is exact. One generation runs at a time (one llama.cpp context), behind a FairQueue.
+
+Timers: before each call the context's perf counters are reset (llama_perf_context_reset), and
+after it `llama_perf_context` gives llama.cpp's own prompt-evaluation time (t_p_eval_ms over
+n_p_eval tokens) and decode time (t_eval_ms over n_eval tokens).
+
+Prompt cache: by default every prompt is evaluated in full (`llama.reset()` before each call), so
+prefill numbers are honest and the same prompt with the same seed gives the same answer whatever
+ran before. With `reuse_prompt_cache=True`, llama-cpp-python keeps the previous call's tokens in
+the KV cache and evaluates only the part of a new prompt after the common prefix (e.g. a shared
+system prompt): faster, but `prompt_eval_tokens` (n_p_eval) is then smaller than `prompt_tokens`,
+an exactly repeated prompt has its last token re-evaluated singly (llama.cpp's timers count that
+as decode, not prefill), and the answer may differ slightly, because a prompt evaluated in
+different batches gives slightly different logits.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Generator as PyGenerator
+from pathlib import Path
+from typing import Any
+
+import llama_cpp
+from llama_cpp import llama_chat_format
+
+from appliance.config import GeneratorSettings
+from appliance.errors import GeneratorBusy, GeneratorError, ModelNotFound
+from appliance.models.generation.base import (
+    ChatMessage,
+    GenerationStats,
+    GenerationStream,
+    GeneratorBase,
+    StatsBox,
+    check_messages,
+)
+from appliance.models.generation.fair_queue import FairQueue, Ticket
+from appliance.models.generation.llama_log import router
+
+logger = logging.getLogger("appliance.generator")
+
+_LOAD_LOCK = threading.Lock()  # loads capture llama.cpp's process-wide log one at a time
+_LAYER_LINE = re.compile(r"layer\s+(\d+) assigned to device (\S+?),")
+
+
+def _ms_since(start: float) -> float:
+    return (time.perf_counter() - start) * 1000.0
+
+
+def _layer_devices(lines: list[tuple[int, str]]) -> dict[int, str]:
+    """llama.cpp's own record of where each layer went ("load_tensors: layer 3 assigned to device CUDA0, ...")."""
+    devices: dict[int, str] = {}
+    for _, line in lines:
+        match = _LAYER_LINE.search(line)
+        if match:
+            devices[int(match.group(1))] = match.group(2)
+    return devices
+
+
+def _load_error_reason(lines: list[tuple[int, str]]) -> str:
+    errors = [line.strip() for level, line in lines if level >= logging.ERROR and line.strip()]
+    return "; ".join(errors[:3])
+
+
+class LlamaCppGenerator(GeneratorBase):
+    """A GGUF chat model in this process. See the module docstring for timers and the prompt cache."""
+
+    backend = "llama_cpp"
+
+    def __init__(
+        self,
+        model_path: Path,
+        *,
+        model_id: str | None = None,
+        n_ctx: int = 4096,
+        n_threads: int = 0,
+        n_batch: int = 512,
+        n_gpu_layers: int = -1,
+        max_tokens: int = 384,
+        temperature: float = 0.1,
+        seed: int = 42,
+        queue_size: int = 8,
+        queue_timeout_s: float = 300.0,
+        reuse_prompt_cache: bool = False,
+    ) -> None:
+        super().__init__()
+        self.model_path = Path(model_path)
+        self.model_id = model_id or self.model_path.stem
+        self.n_ctx = n_ctx
+        self.n_threads = n_threads or os.cpu_count() or 1
+        self.n_batch = min(n_batch, n_ctx)
+        self.n_gpu_layers = n_gpu_layers
+        self.max_tokens = max_tokens
+        self.temperature = temperature
+        self.seed = seed
+        self.reuse_prompt_cache = reuse_prompt_cache
+        self._queue = FairQueue(queue_size, queue_timeout_s)
+        self._llm, self._layer_devices = self._load()
+        self._formatter = self._gguf_chat_formatter()
+        self._llm.chat_handler = self._formatter.to_chat_handler()
+        self._log_offload()
+
+    @classmethod
+    def from_settings(cls, settings: GeneratorSettings, model_path: Path, model_id: str) -> LlamaCppGenerator:
+        return cls(
+            model_path,
+            model_id=model_id,
+            n_ctx=settings.n_ctx,
+            n_threads=settings.n_threads,
+            n_batch=settings.n_batch,
+            n_gpu_layers=settings.n_gpu_layers,
+            max_tokens=settings.max_tokens,
+            temperature=settings.temperature,
+            seed=settings.seed,
+            queue_size=settings.queue_size,
+            queue_timeout_s=settings.queue_timeout_s,
+        )
+
+    # -- loading -----------------------------------------------------------------------------
+
+    def _load(self) -> tuple[llama_cpp.Llama, dict[int, str]]:
+        if not self.model_path.is_file():
+            raise ModelNotFound(
+                f"generator GGUF {self.model_path} does not exist. Build the model store with "
+                "`appliance models init` (development) or install a bundle; models are never downloaded."
+            )
+        router.install()
+        with _LOAD_LOCK, router.capture() as lines:
+            try:
+                llm = llama_cpp.Llama(
+                    model_path=str(self.model_path),
+                    n_ctx=self.n_ctx,
+                    n_threads=self.n_threads,
+                    n_threads_batch=self.n_threads,
+                    n_batch=self.n_batch,
+                    n_gpu_layers=self.n_gpu_layers,
+                    seed=self.seed,
+                    verbose=False,
+                )
+            except Exception as exc:  # llama-cpp-python raises ValueError/RuntimeError/OSError here
+                reason = _load_error_reason(lines) or str(exc)
+                raise GeneratorError(f"cannot load the GGUF model {self.model_path}: {reason}") from exc
+        return llm, _layer_devices(lines)
+
+    def _gguf_chat_formatter(self) -> llama_chat_format.Jinja2ChatFormatter:
+        template = self._llm.metadata.get("tokenizer.chat_template")
+        if not template:
+            raise GeneratorError(
+                f"the GGUF model {self.model_path} has no chat template (tokenizer.chat_template); "
+                "the appliance needs an instruct model that carries its own template"
+            )
+        llm = self._llm
+        eos_id, bos_id = llm.token_eos(), llm.token_bos()
+        return llama_chat_format.Jinja2ChatFormatter(
+            template=template,
+            eos_token=llm._model.token_get_text(eos_id) if eos_id != -1 else "",
+            bos_token=llm._model.token_get_text(bos_id) if bos_id != -1 else "",
+            stop_token_ids=[eos_id],
+        )
+
+    def _offloaded_layers(self) -> int:
+        if self._layer_devices:
+            return sum(1 for device in self._layer_devices.values() if not device.upper().startswith("CPU"))
+        # No per-layer log lines (another llama.cpp version): fall back to what was asked for.
+        return max(self.n_gpu_layers, 0) if llama_cpp.llama_supports_gpu_offload() else 0
+
+    def _log_offload(self) -> None:
+        info = self.system_info()
+        if info["gpu_offload"]:
+            logger.info(
+                "llama.cpp GPU offload active: %d of %d layers on the GPU (%s); system info: %s",
+                info["offloaded_layers"],
+                info["total_layers"],
+                self.model_id,
+                info["llama_system_info"],
+            )
+            return
+        why = (
+            "this llama.cpp build has no GPU backend"
+            if not info["supports_gpu_offload"]
+            else "no layer was placed on a GPU (setting generator.n_gpu_layers)"
+        )
+        logger.info(
+            "llama.cpp GPU offload inactive: %s; %s runs on the CPU with %d threads; system info: %s",
+            why,
+            self.model_id,
+            self.n_threads,
+            info["llama_system_info"],
+        )
+
+    # -- tokens ------------------------------------------------------------------------------
+
+    def count_tokens(self, text: str) -> int:
+        """Tokens of plain text by the model's own tokenizer (no BOS, special tokens as text)."""
+        return len(self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    @property
+    def chat_template(self) -> str:
+        """The Jinja2 chat template stored in the GGUF (`tokenizer.chat_template`)."""
+        return self._formatter.template
+
+    def render_prompt(self, messages: list[ChatMessage]) -> str:
+        """The exact prompt text the model sees: the GGUF's chat template with the generation prompt."""
+        return self._formatter(messages=[m.as_dict() for m in messages]).prompt  # type: ignore[misc]
+
+    def _prompt_token_ids(self, messages: list[ChatMessage]) -> list[int]:
+        response = self._formatter(messages=[m.as_dict() for m in messages])  # type: ignore[misc]
+        # The same call llama-cpp-python's chat handler makes, so the count matches what is evaluated.
+        return self._llm.tokenize(response.prompt.encode("utf-8"), add_bos=not response.added_special, special=True)
+
+    def prompt_tokens(self, messages: list[ChatMessage]) -> int:
+        return len(self._prompt_token_ids(messages))
+
+    # -- generation --------------------------------------------------------------------------
+
+    def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
+        """Admit the request now (GeneratorBusy at once when the queue is full); wait and generate lazily.
+
+        The returned stream waits for the model on its first `next()`; closing it early frees the slot.
+        """
+        start = time.perf_counter()
+        check_messages(messages)
+        n_prompt = self.prompt_tokens(messages)
+        room = self.n_ctx - n_prompt
+        if room <= 0:
+            raise GeneratorError(
+                f"the prompt has {n_prompt} tokens but the context window holds {self.n_ctx} (setting generator.n_ctx)"
+            )
+        limit = min(max_tokens or self.max_tokens, room)
+        ticket = self._queue.enter()
+        box = StatsBox()
+        body = self._generate(ticket, messages, n_prompt, limit, start, box)
+        return GenerationStream(
+            body, box, release=lambda: self._queue.leave(ticket), cancel=lambda: self._queue.cancel(ticket)
+        )
+
+    def _generate(
+        self, ticket: Ticket, messages: list[ChatMessage], n_prompt: int, max_tokens: int, start: float, box: StatsBox
+    ) -> PyGenerator[str, None, None]:
+        started = False
+        finish = "cancelled"
+        first_ms: float | None = None
+        pieces = 0
+        try:
+            wait_ms = self._queue.wait(ticket)
+            started = True
+            if not self.reuse_prompt_cache:
+                self._llm.reset()
+            llama_cpp.llama_perf_context_reset(self._llm._ctx.ctx)
+            chunks: Any = self._llm.create_chat_completion(
+                messages=[m.as_dict() for m in messages],  # type: ignore[misc]
+                max_tokens=max_tokens,
+                temperature=self.temperature,
+                seed=self.seed,
+                stream=True,
+            )
+            try:
+                for chunk in chunks:
+                    choice = chunk["choices"][0]
+                    content = choice["delta"].get("content")
+                    if content is not None:
+                        pieces += 1  # llama-cpp-python streams one chunk per generated token
+                    if choice.get("finish_reason"):
+                        finish = choice["finish_reason"]
+                    if content:
+                        if first_ms is None:
+                            first_ms = _ms_since(start)
+                        yield content
+            finally:
+                chunks.close()
+        except (GeneratorBusy, GeneratorError):
+            raise
+        except Exception as exc:
+            finish = "error"
+            raise GeneratorError(f"generation with {self.model_id} failed: {exc}") from exc
+        finally:
+            if started:
+                box.stats = self._stats(n_prompt, pieces, first_ms, start, wait_ms, finish)
+                if finish not in ("cancelled", "error"):
+                    self._remember(box.stats)
+            self._queue.leave(ticket)
+
+    def _stats(
+        self, n_prompt: int, pieces: int, first_ms: float | None, start: float, wait_ms: float, finish: str
+    ) -> GenerationStats:
+        perf = llama_cpp.llama_perf_context(self._llm._ctx.ctx)
+        total = _ms_since(start)
+        return GenerationStats(
+            prompt_tokens=n_prompt,
+            completion_tokens=pieces,
+            prefill_ms=float(perf.t_p_eval_ms),
+            decode_ms=float(perf.t_eval_ms),
+            first_token_ms=first_ms if first_ms is not None else total,
+            total_ms=total,
+            queue_wait_ms=wait_ms,
+            finish_reason=finish,
+            prompt_eval_tokens=int(perf.n_p_eval),
+            decode_eval_tokens=int(perf.n_eval),
+        )
+
+    # -- the rest ----------------------------------------------------------------------------
+
+    def queue_depth(self) -> int:
+        return self._queue.depth()
+
+    def system_info(self) -> dict[str, Any]:
+        offloaded = self._offloaded_layers()
+        return {
+            "backend": self.backend,
+            "model_id": self.model_id,
+            "model_path": str(self.model_path),
+            "n_ctx": self.n_ctx,
+            "n_threads": self.n_threads,
+            "n_batch": self.n_batch,
+            "n_gpu_layers": self.n_gpu_layers,
+            "supports_gpu_offload": bool(llama_cpp.llama_supports_gpu_offload()),
+            "gpu_offload": offloaded > 0,
+            "offloaded_layers": offloaded,
+            "total_layers": len(self._layer_devices) or None,
+            "layer_devices": sorted(set(self._layer_devices.values())),
+            "llama_cpp_version": getattr(llama_cpp, "__version__", "unknown"),
+            "llama_system_info": llama_cpp.llama_print_system_info().decode("utf-8", errors="replace").strip(),
+            "chat_template": "gguf tokenizer.chat_template",
+            "reuse_prompt_cache": self.reuse_prompt_cache,
+            "queue_size": self._queue.queue_size,
+            "queue_depth": self._queue.depth(),
+        }
+
+    def close(self) -> None:
+        """Free the model's memory; the generator is unusable afterwards."""
+        self._llm.close()
