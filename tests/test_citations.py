@@ -10,6 +10,8 @@ import re
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from appliance.answer.citations import CitedSentence, parse_citations, split_sentences
 from appliance.answer.evidence_sentences import best_sentences
@@ -321,7 +323,7 @@ def test_supported_paraphrases_pass(sentence: str, cited: int) -> None:
         ("The exporter listens on 10.0.0.2:9090 by default.", 5, "identifier 10.0.0.2:9090"),
         ("Version 16.11.3 requires PostgreSQL 14 or later.", 5, "identifier 16.11.3"),
         ("Run sudo gitlab-ctl restart to apply the changes.", 5, "command gitlab-ctl restart"),
-        ("Apply the changes with `sudo gitlab-ctl restart`.", 5, "command `sudo gitlab-ctl restart`"),
+        ("Apply the changes with `sudo gitlab-ctl restart`.", 5, "code `sudo gitlab-ctl restart`"),
     ],
 )
 def test_a_changed_number_identifier_or_command_is_unsupported(sentence: str, cited: int, reason: str) -> None:
@@ -490,3 +492,67 @@ def test_best_sentences_can_blend_an_embedding() -> None:
     blended = best_sentences(question, IFE_HIHI, k=1, embed=_fake_embed)
     assert blended and re.search("peak", IFE_HIHI[blended[0][0] : blended[0][1]])
     assert blended[0][2] != plain[0][2]
+
+
+def test_a_quoted_file_name_may_be_part_of_a_source_path() -> None:
+    assert _check("Edit `gitlab.rb`, then run `sudo gitlab-ctl reconfigure`.", 5)[0]
+
+
+def test_hyphenated_words_in_prose_are_not_held_to_subcommands() -> None:
+    # "high-lift" is a command only where a source uses it as one (in code, after sudo or $).
+    assert _check("The ejector water comes from the high-lift header.", 3)[0]
+
+
+def test_a_conditional_negation_is_not_a_flip() -> None:
+    assert _check("The filter must not return to service until the Shift Supervisor approves it.", 1)[0]
+
+
+_PIECES = [
+    "Close",
+    "VLV-3042-B",
+    "0.2",
+    "e.g.",
+    "gitlab.rb",
+    ". ",
+    "\n",
+    "\n\n",
+    "- ",
+    "1. ",
+    "[1]",
+    "[9]",
+    "[2, 3]",
+    "`x.y`",
+    "```",
+    " ",
+    "Then",
+    "wait",
+    "!",
+    "【2】",
+    "[Source 1]",
+    "#",
+]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.sampled_from(_PIECES), max_size=30))
+def test_parsing_any_text_keeps_its_invariants(pieces: list[str]) -> None:
+    answer = "".join(pieces)
+    report = parse_citations(answer, n_sources=2)
+    assert all(1 <= n <= 2 for n in report.cited) and all(not 1 <= n <= 2 for n in report.removed)
+    for odd in ("  ", " .", " ,"):  # removing a marker leaves no double space nor space before punctuation
+        assert odd not in report.text or odd in answer
+    previous = 0
+    for sentence in report.sentences:
+        span = report.text[sentence.start : sentence.end]
+        assert span == span.strip() and span and sentence.start >= previous
+        assert sentence.cited <= set(report.cited)
+        previous = sentence.end
+    check_support(report.sentences, {1: answer, 2: "Close VLV-3042-B."})
+    for start, end, _ in best_sentences("close VLV-3042-B", answer, k=3):
+        assert answer[start:end] == answer[start:end].strip()
+
+
+def test_a_sentence_citing_only_sources_not_given_is_unsupported() -> None:
+    supported, reason = _check("Take a bench grab of CFE every 30 minutes.", 9)
+    assert supported is False
+    assert reason == "cites source [9], not among the sources given"

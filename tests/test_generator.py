@@ -9,6 +9,7 @@ fake server for the failure cases (5xx, timeouts, broken streams). Every generat
 from __future__ import annotations
 
 import gc
+import importlib.util
 import inspect
 import json
 import logging
@@ -43,6 +44,7 @@ from appliance.models.packages import init_store_from_packages
 from appliance.models.store import ModelStore
 
 SMOLLM = "smollm2-135m-instruct"
+SERVER_MODULES = ("sse_starlette", "starlette_context", "pydantic_settings", "yaml", "fastapi", "uvicorn")
 QUESTION = [
     ChatMessage("system", "You answer in one short sentence."),
     ChatMessage("user", "What colour is the sky on a clear day?"),
@@ -431,6 +433,9 @@ def test_run_serves_one_function_at_a_time_and_frees_the_slot_on_error() -> None
 @pytest.fixture(scope="module")
 def llama_server(smollm_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """`python -m llama_cpp.server` serving SmolLM2 on 127.0.0.1; yields its base URL (…/v1)."""
+    missing = [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
+    if missing:
+        pytest.fail(f"llama_cpp.server needs {', '.join(missing)}: install the project's dev extras")
     port = free_port()
     log = tmp_path_factory.mktemp("llama_server") / "server.log"
     command = [

@@ -1,0 +1,216 @@
+"""Answer benchmark: the appliance against a naive RAG pipeline, same model, same questions, one run.
+
+Question sets (golden JSONL, see scripts/qa/README.md): the held-out runbook questions (index of
+../shared/data/runbooks) and the demo-corpus questions (index of docs_corpus/).
+
+appliance  the real pipeline: structure-aware chunks, hybrid retrieval with the evidence decision
+           (refusal without the LLM), budgeted prompt, citation and grounding check.
+naive      what a user would otherwise build: fixed 1,000-character chunks, hybrid top-4
+           (rank-bm25 + exact dense cosine, RRF), a plain "answer from the context" prompt.
+
+Reported per system: key-phrase hit rate (answer holds all key phrases; answerable questions),
+the share of answerable questions whose gold file was in the context, refusal precision/recall
+(unanswerable questions declined), grounded-answer rate, time to first token and total (median),
+prompt tokens, and how much of the time to first token llama.cpp spent on prompt prefill by its
+own timers versus everything else (our overhead: retrieval, prompt assembly, queueing).
+
+Usage: python scripts/bench_answers.py [--limit N] [--sets runbooks,demo] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+import appliance  # noqa: F401  (offline environment first)
+from appliance.answer.answerer import Answerer
+from appliance.answer.prompt import REFUSAL
+from appliance.config import Settings
+from appliance.evaluate.runner import QAItem, load_qa
+from appliance.ingest.pipeline import ingest
+from appliance.models.generation import ChatMessage, Generator, load_generator
+from appliance.models.registry import load_embedder
+from appliance.retrieve.fusion import reciprocal_rank_fusion
+
+REPO = Path(__file__).resolve().parent.parent
+RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
+TOKEN = re.compile(r"\w+")
+NAIVE_PROMPT = "Answer the question using the context below.\n\nContext:\n{context}\n\nQuestion: {question}\nAnswer:"
+
+
+def holds_all(answer: str, phrases: tuple[str, ...]) -> bool:
+    text = " ".join(answer.lower().split())
+    return all(" ".join(p.lower().split()) in text for p in phrases)
+
+
+class NaivePipeline:
+    """Fixed 1,000-character chunks, rank-bm25 + exact dense, RRF, top-4, plain prompt."""
+
+    def __init__(self, roots: list[Path], settings: Settings, generator: Generator) -> None:
+        from rank_bm25 import BM25Okapi
+
+        self.generator = generator
+        self.embedder = load_embedder(settings)
+        self.chunks: list[tuple[str, str]] = []
+        for root in roots:
+            for path in sorted(root.rglob("*")):
+                if path.suffix.lower() not in (".md", ".txt", ".html") or not path.is_file():
+                    continue
+                text = path.read_text(encoding="utf-8", errors="replace")
+                display = f"{root.name}/{path.relative_to(root).as_posix()}"
+                self.chunks += [(display, text[i : i + 1000]) for i in range(0, len(text), 1000)]
+        self.bm25 = BM25Okapi([TOKEN.findall(t.lower()) for _, t in self.chunks])
+        self.vectors = self.embedder.embed([t for _, t in self.chunks])
+
+    def ask(self, question: str) -> dict[str, Any]:
+        started = time.perf_counter()
+        lexical = list(np.argsort(-self.bm25.get_scores(TOKEN.findall(question.lower())))[:50])
+        dense = list(np.argsort(-(self.vectors @ self.embedder.embed_query(question)))[:50])
+        top = [i for i, _ in reciprocal_rank_fusion([lexical, dense])[:4]]
+        context = "\n\n".join(self.chunks[i][1] for i in top)
+        messages = [ChatMessage("user", NAIVE_PROMPT.format(context=context, question=question))]
+        first = None
+        pieces = []
+        with self.generator.stream(messages, max_tokens=384) as stream:
+            for piece in stream:
+                if first is None and piece.strip():
+                    first = (time.perf_counter() - started) * 1000
+                pieces.append(piece)
+        stats = stream.stats
+        return {
+            "answer": "".join(pieces),
+            "files": [self.chunks[i][0] for i in top],
+            "first_token_ms": first or 0.0,
+            "total_ms": (time.perf_counter() - started) * 1000,
+            "prompt_tokens": stats.prompt_tokens if stats else None,
+            "prefill_ms": stats.prefill_ms if stats else None,
+        }
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    answerable = [r for r in rows if r["answerable"]]
+    unanswerable = [r for r in rows if not r["answerable"]]
+    answered = [r for r in rows if not r["refused"]]
+    generated = [r for r in rows if r.get("first_token_ms")]
+
+    def share(items: list[dict[str, Any]], key: str) -> float | None:
+        return round(sum(1 for r in items if r[key]) / len(items), 3) if items else None
+
+    prefill = [r["prefill_ms"] for r in generated if r.get("prefill_ms")]
+    first = [r["first_token_ms"] for r in generated]
+    overhead = [r["first_token_ms"] - r["prefill_ms"] for r in generated if r.get("prefill_ms")]
+    return {
+        "questions": len(rows),
+        "keyphrase_hit_rate": share(answerable, "hit"),
+        "gold_file_in_context": share(answerable, "gold_in_context"),
+        "answerable_refused": share(answerable, "refused"),
+        "unanswerable_declined": share(unanswerable, "refused"),
+        "refusal_precision": round(
+            sum(1 for r in rows if r["refused"] and not r["answerable"]) / max(1, sum(1 for r in rows if r["refused"])),
+            3,
+        ),
+        "grounded_answer_rate": share([r for r in answered if "grounded" in r], "grounded"),
+        "first_token_ms_median": round(statistics.median(first)) if first else None,
+        "total_ms_median": round(statistics.median([r["total_ms"] for r in generated])) if generated else None,
+        "prompt_tokens_median": round(
+            statistics.median([r["prompt_tokens"] for r in generated if r.get("prompt_tokens")])
+        )
+        if generated
+        else None,
+        "prefill_ms_median": round(statistics.median(prefill)) if prefill else None,
+        "overhead_share_of_first_token": round(
+            statistics.median(o / f for o, f in zip(overhead, first, strict=False)), 3
+        )
+        if overhead
+        else None,
+    }
+
+
+def run_set(name: str, items: list[QAItem], answerer: Answerer, naive: NaivePipeline | None) -> dict[str, Any]:
+    ours: list[dict[str, Any]] = []
+    theirs: list[dict[str, Any]] = []
+    for item in items:
+        result = answerer.ask(item.question)
+        context_files = {e.path for e in result.evidence if e.n is not None}
+        ours.append(
+            {
+                "id": item.id,
+                "answerable": item.answerable,
+                "refused": result.refused,
+                "hit": item.answerable and not result.refused and holds_all(result.answer, item.answer_keyphrases),
+                "gold_in_context": bool(context_files & set(item.gold_files)),
+                "grounded": result.grounded,
+                "first_token_ms": result.timings_ms.get("first_token"),
+                "total_ms": result.timings_ms["total"],
+                "prompt_tokens": result.generation.get("prompt_tokens"),
+                "prefill_ms": result.generation.get("prefill_ms"),
+            }
+        )
+        if naive is not None:
+            answer = naive.ask(item.question)
+            refused = REFUSAL.lower() in answer["answer"].lower() or bool(
+                re.search(r"(context|documents?) (does|do) not (contain|mention|provide|cover)", answer["answer"], re.I)
+            )
+            theirs.append(
+                {
+                    "id": item.id,
+                    "answerable": item.answerable,
+                    "refused": refused,
+                    "hit": item.answerable and holds_all(answer["answer"], item.answer_keyphrases),
+                    "gold_in_context": bool(set(answer["files"]) & set(item.gold_files)),
+                    "first_token_ms": answer["first_token_ms"],
+                    "total_ms": answer["total_ms"],
+                    "prompt_tokens": answer["prompt_tokens"],
+                    "prefill_ms": answer["prefill_ms"],
+                }
+            )
+        print(
+            f"{name} {item.id}: ours refused={ours[-1]['refused']} hit={ours[-1]['hit']}"
+            + (f" | naive hit={theirs[-1]['hit']}" if theirs else ""),
+            file=sys.stderr,
+            flush=True,
+        )
+    return {"appliance": summarize(ours), "naive": summarize(theirs) if theirs else None, "rows": ours}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-answers")
+    parser.add_argument("--models-dir", type=Path, default=REPO / "models")
+    parser.add_argument("--sets", default="runbooks,demo")
+    parser.add_argument("--limit", type=int, default=0, help="Questions per set (0 = all).")
+    parser.add_argument("--no-naive", action="store_true", help="Skip the naive pipeline (halves the run time).")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    results: dict[str, Any] = {}
+    for name in args.sets.split(","):
+        roots, qa = (
+            (sorted(p for p in RUNBOOKS.iterdir() if p.is_dir()), REPO / "scripts/qa/runbooks_heldout.jsonl")
+            if name == "runbooks"
+            else ([REPO / "docs_corpus"], REPO / "scripts/qa/demo_corpus.jsonl")
+        )
+        settings = Settings(home=args.home / name, models_dir=args.models_dir)
+        ingest(settings, roots)
+        generator = load_generator(settings)
+        answerer = Answerer(settings, generator=generator)
+        naive = None if args.no_naive else NaivePipeline(roots, settings, generator)
+        items = load_qa(qa)[: args.limit or None]
+        results[name] = run_set(name, items, answerer, naive)
+        answerer.close()
+    report = {name: {k: v for k, v in r.items() if k != "rows"} for name, r in results.items()}
+    print(json.dumps(report, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
