@@ -100,11 +100,12 @@ class RerankSettings(Section):
 
 # Fitted by scripts/calibrate_evidence.py on scripts/qa/runbooks_tune.jsonl (logistic regression).
 DEFAULT_EVIDENCE_COEFFICIENTS = {
-    "intercept": -1.0742,
-    "top_dense": 3.1659,
-    "coverage": 0.5044,
-    "unknown_identifier": -1.3217,
-    "agreement": 0.5949,
+    "intercept": -0.885,
+    "top_dense": 3.0154,
+    "coverage": 0.3017,
+    "any_unknown": 0.0,
+    "unknown_identifier": -1.3328,
+    "agreement": 0.6622,
 }
 
 
@@ -113,7 +114,7 @@ class EvidenceSettings(Section):
         True, description="Refuse when a word of the question occurs nowhere in the documents."
     )
     threshold: float = Field(
-        0.6424, ge=0.0, le=1.0, description="Answer only when the evidence model's probability reaches this."
+        0.6574, ge=0.0, le=1.0, description="Answer only when the evidence model's probability reaches this."
     )
     coefficients: dict[str, float] = Field(
         default_factory=lambda: dict(DEFAULT_EVIDENCE_COEFFICIENTS),

@@ -33,7 +33,7 @@ REPO = Path(__file__).resolve().parent.parent
 RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
 # Questions with a word the corpus never uses are refused by rule (evidence.refuse_unknown_terms); the
 # model is fitted on the others.
-FEATURES = ("top_dense", "coverage", "unknown_identifier", "agreement")
+FEATURES = ("top_dense", "coverage", "any_unknown", "unknown_identifier", "agreement")
 
 
 def signals_for(searcher: Searcher, items: list[QAItem]) -> list[EvidenceSignals]:
@@ -113,8 +113,8 @@ def main() -> int:
     y_tune = np.array([1.0 if i.answerable else 0.0 for i in tune])
     y_held = np.array([1.0 if i.answerable else 0.0 for i in heldout])
 
-    ruled_tune = np.array([bool(s.unknown_terms) for s in tune_signals])
-    ruled_held = np.array([bool(s.unknown_terms) for s in heldout_signals])
+    ruled_tune = np.array([bool(s.salient_unknown_terms) for s in tune_signals])
+    ruled_held = np.array([bool(s.salient_unknown_terms) for s in heldout_signals])
     w = fit_logistic(x_tune[~ruled_tune], y_tune[~ruled_tune])
     # The rule refuses outright: probability 0 for those questions.
     p_tune = np.where(ruled_tune, 0.0, probabilities(w, x_tune))

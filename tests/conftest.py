@@ -20,9 +20,9 @@ RUNBOOKS = SHARED_DATA / "runbooks"
 
 @pytest.fixture(scope="session")
 def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A model store holding the real embedder (hard links into site-packages: instant)."""
+    """A model store with the real embedder and the small SmolLM2 generator (hard links: instant)."""
     root = tmp_path_factory.mktemp("models")
-    init_store_from_packages(ModelStore(root), ["all-MiniLM-L6-v2"])
+    init_store_from_packages(ModelStore(root), ["all-MiniLM-L6-v2", "smollm2-135m-instruct"])
     return root
 
 

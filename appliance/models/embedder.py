@@ -38,6 +38,10 @@ class TokenCounter:
         self._tokenizer.no_truncation()
         self._tokenizer.no_padding()
 
+    def pieces(self, word: str) -> int:
+        """How many vocabulary pieces one word becomes (1 for an ordinary English word)."""
+        return len(self._tokenizer.encode(word, add_special_tokens=False).ids)
+
     def __call__(self, texts: Sequence[str]) -> list[int]:
         if not texts:
             return []

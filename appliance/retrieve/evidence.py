@@ -21,6 +21,7 @@ from __future__ import annotations
 import math
 import re
 import sqlite3
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -55,6 +56,15 @@ def _is_strong_identifier(token: str) -> bool:
     return any(ch.isupper() for ch in token) or "_" in token or (has_digit and has_alpha)
 
 
+def _is_salient(typed: str, word_pieces: Callable[[str], int] | None) -> bool:
+    """A name rather than an ordinary word: written with a capital, or split by the embedder's
+    WordPiece vocabulary into several pieces (zabbix → za ##bb ##ix, while "number" is one piece).
+    An ordinary word missing from a small corpus says little; a product name missing says a lot."""
+    if typed[:1].isupper() or any(ch.isdigit() for ch in typed):
+        return True
+    return word_pieces is None or word_pieces(typed.lower()) >= 2
+
+
 def _as_typed(query: str, term: str) -> str:
     """The term as the user wrote it (terms are matched lower-cased): reasons quote the user."""
     match = re.search(re.escape(term), query, flags=re.IGNORECASE)
@@ -65,6 +75,7 @@ def _as_typed(query: str, term: str) -> str:
 class EvidenceSignals:
     content_terms: int
     unknown_terms: tuple[str, ...]
+    salient_unknown_terms: tuple[str, ...]  # unknown names: capitalized, or not one ordinary word
     unknown_identifiers: tuple[str, ...]
     top_dense: float
     coverage: float  # share of content terms present in the best passage
@@ -82,9 +93,15 @@ class EvidenceSignals:
         query: str,
         found: Candidates,
         reranked: list[tuple[ChunkRow, float]] | None = None,
+        word_pieces: Callable[[str], int] | None = None,
     ) -> EvidenceSignals:
         terms = word_terms(query)
-        unknown = tuple(_as_typed(query, t) for t in terms if not _occurs(conn, "chunks_fts", t))
+        unknown = tuple(
+            _as_typed(query, t)
+            for t in terms
+            if not _occurs(conn, "chunks_fts", t) and not _occurs(conn, "chunks_ident", t)
+        )
+        salient = tuple(t for t in unknown if _is_salient(t, word_pieces))
         identifiers = extract_identifiers(query)
         unknown_ids = tuple(
             typed
@@ -103,6 +120,7 @@ class EvidenceSignals:
         return cls(
             content_terms=len(terms),
             unknown_terms=unknown,
+            salient_unknown_terms=salient,
             unknown_identifiers=unknown_ids,
             top_dense=found.dense[0][1] if found.dense else 0.0,
             coverage=covered / len(terms) if terms else 0.0,
@@ -138,6 +156,7 @@ class Evidence:
             data["signals"] = {
                 **{name: round(value, 4) for name, value in self.signals.features().items()},
                 "unknown_terms": list(self.signals.unknown_terms),
+                "salient_unknown_terms": list(self.signals.salient_unknown_terms),
                 "unknown_identifiers": list(self.signals.unknown_identifiers),
                 "top_rerank": self.signals.top_rerank,
             }
@@ -167,7 +186,7 @@ def decide_evidence(signals: EvidenceSignals, settings: Settings) -> Evidence:
         return Evidence(False, "the question has no searchable words", 0.0, signals)
     probability = answerable_probability(signals, settings)
     threshold = settings.evidence.threshold
-    if settings.evidence.refuse_unknown_terms and signals.unknown_terms:
+    if settings.evidence.refuse_unknown_terms and signals.salient_unknown_terms:
         # The question names something the documents never mention (a product, an alert, a tag):
         # the strongest single sign that they cannot answer it.
         return Evidence(False, f"the documents never mention {_unknown_subject(signals)}", 0.0, signals)

@@ -204,6 +204,7 @@ class Searcher:
                 query,
                 self._complete_for_evidence(query, mode, found, filters),
                 ranked if reranked else None,
+                word_pieces=self.embedder.count_tokens.pieces,
             ),
             self.settings,
         )

@@ -1,0 +1,184 @@
+"""Asking: refusal without the LLM, evidence first, citations checked, the `ask --json` contract."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner
+
+from appliance.answer.answerer import Answerer
+from appliance.answer.prompt import REFUSAL
+from appliance.cli.main import cli
+from appliance.config import GeneratorSettings, Settings
+from appliance.ingest.pipeline import ingest
+from appliance.models.generation import ChatMessage, GenerationStats, GenerationStream
+from appliance.models.generation.base import StatsBox
+
+SOP = """# Chlorine cylinder change
+
+## Isolation
+
+Close the cylinder valve VLV-3042-B and wait until the vacuum regulator gauge reads zero.
+Replace the lead gasket RW-GSK-0410 at every connection; a gasket is never reused.
+
+## Leak check
+
+Apply ammonia vapour to the joint. A white cloud means a leak: evacuate and call extension 2100.
+"""
+
+
+class ScriptedGenerator:
+    """A generator that 'writes' a fixed answer, through the same stream protocol as the real ones."""
+
+    model_id = "scripted"
+    n_ctx = 4096
+
+    def __init__(self, answer: str) -> None:
+        self.answer = answer
+        self.calls: list[list[ChatMessage]] = []
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def prompt_tokens(self, messages: list[ChatMessage]) -> int:
+        return sum(self.count_tokens(m.content) for m in messages)
+
+    def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
+        self.calls.append(messages)
+        box = StatsBox()
+        words = self.answer.split(" ")
+
+        def pieces() -> Iterator[str]:
+            for i, word in enumerate(words):
+                yield word if i == 0 else " " + word
+            box.stats = GenerationStats(self.prompt_tokens(messages), len(words), 5.0, 5.0, 1.0, 2.0, 0.0, "stop")
+
+        return GenerationStream(pieces(), box)  # type: ignore[arg-type]
+
+    def close(self) -> None:
+        pass
+
+    def queue_depth(self) -> int:
+        return 0
+
+    def system_info(self) -> dict[str, Any]:
+        return {"backend": "scripted"}
+
+
+class ExplodingGenerator(ScriptedGenerator):
+    def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
+        raise AssertionError("the refusal path must not call the model")
+
+
+@pytest.fixture
+def indexed(settings: Settings, tmp_path: Path) -> Settings:
+    root = tmp_path / "plant"
+    root.mkdir()
+    (root / "SOP-CL-004.md").write_text(SOP)
+    ingest(settings, [root])
+    return settings
+
+
+def test_insufficient_evidence_is_refused_without_calling_the_model(indexed: Settings) -> None:
+    answerer = Answerer(indexed, generator=ExplodingGenerator(""))  # type: ignore[arg-type]
+    result = answerer.ask("How do I restart the Zabbix agent on the bastion hosts?")
+    assert result.refused and result.answer == REFUSAL
+    assert result.model is None and not result.grounded and not result.verified
+    assert "Zabbix" in (result.refusal_reason or "")
+    assert all(item.n is None for item in result.evidence), "closest passages are listed, not numbered sources"
+    assert set(result.timings_ms) == {"retrieve", "total"}
+
+
+def test_evidence_comes_first_then_tokens_then_the_checked_result(indexed: Settings) -> None:
+    generator = ScriptedGenerator("Close VLV-3042-B until the gauge reads zero [1].")
+    events = list(Answerer(indexed, generator=generator).events("What do I close before the cylinder change?"))  # type: ignore[arg-type]
+    kinds = [event.kind for event in events]
+    assert kinds[0] == "evidence" and kinds[-1] == "done" and set(kinds[1:-1]) == {"token"}
+    evidence = events[0].evidence
+    assert evidence and evidence[0].n == 1 and evidence[0].path == "plant/SOP-CL-004.md"
+    assert any("VLV-3042-B" in s.text for s in evidence[0].sentences)
+    for sentence in evidence[0].sentences:
+        assert evidence[0].text[sentence.start : sentence.end] == sentence.text
+    result = events[-1].result
+    assert result is not None and result.grounded and result.verified and not result.refused
+    assert [c.n for c in result.citations] == [1] and result.citations[0].section.endswith("Isolation")
+
+
+def test_the_prompt_numbers_the_sources_and_asks_for_citations(indexed: Settings) -> None:
+    generator = ScriptedGenerator("Replace the gasket RW-GSK-0410 [1].")
+    Answerer(indexed, generator=generator).ask("Which gasket part number do I use?")  # type: ignore[arg-type]
+    system, user = generator.calls[0]
+    assert system.role == "system" and "[1]" in system.content and REFUSAL in system.content
+    assert user.content.startswith("Sources:\n\n[1] ") and "(plant/SOP-CL-004.md)" in user.content
+    assert user.content.rstrip().endswith("Answer with citations:")
+
+
+def test_citations_to_sources_not_given_are_removed_and_invented_facts_flagged(indexed: Settings) -> None:
+    generator = ScriptedGenerator("Close VLV-3042-B [1]. Then open valve VLV-9999-Z to vent [7].")
+    result = Answerer(indexed, generator=generator).ask("What do I close before the cylinder change?")  # type: ignore[arg-type]
+    assert result.removed_citations == [7]
+    assert "[7]" not in result.answer
+    assert not result.grounded
+    assert any("VLV-9999-Z" in sentence for sentence in result.unsupported)
+
+
+def test_a_model_that_says_the_documents_do_not_cover_it_is_a_refusal(indexed: Settings) -> None:
+    generator = ScriptedGenerator("The documents do not cover this.")
+    result = Answerer(indexed, generator=generator).ask("How long is the chlorine cylinder change?")  # type: ignore[arg-type]
+    assert result.refused and result.answer == REFUSAL and result.citations == []
+    assert result.model == "scripted"
+
+
+def test_a_real_small_model_answers_end_to_end(indexed: Settings) -> None:
+    real = indexed.model_copy(
+        update={"generator": GeneratorSettings(model="smollm2-135m-instruct", max_tokens=16, n_threads=1)}
+    )
+    answerer = Answerer(real)
+    try:
+        result = answerer.ask("Which gasket part number is used, and can a gasket be reused?")
+    finally:
+        answerer.close()
+    assert not result.refused and result.model == "smollm2-135m-instruct"
+    assert result.answer.strip()
+    assert 0 < result.generation["completion_tokens"] <= 16
+    assert result.generation["prefill_ms"] > 0
+    assert result.timings_ms["first_token"] <= result.timings_ms["total"]
+    assert result.verified in (True, False) and isinstance(result.unsupported, list)
+
+
+def test_ask_json_contract(indexed: Settings, cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("APPLIANCE_GENERATOR_MODEL", "smollm2-135m-instruct")
+    monkeypatch.setenv("APPLIANCE_GENERATOR_MAX_TOKENS", "16")
+    monkeypatch.setenv("APPLIANCE_GENERATOR_N_THREADS", "1")
+    result = CliRunner().invoke(cli, ["ask", "Which gasket part number do I use at each connection?", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert {
+        "question",
+        "answer",
+        "refused",
+        "grounded",
+        "unsupported",
+        "citations",
+        "evidence",
+        "timings_ms",
+        "model",
+    } <= set(data)
+    assert {"retrieve", "first_token", "total"} <= set(data["timings_ms"])
+    for citation in data["citations"]:
+        assert set(citation) == {"n", "chunk_id", "path", "section", "page"}
+    assert data["evidence"] and {"n", "chunk_id", "path", "section", "page", "sentences"} <= set(data["evidence"][0])
+
+
+def test_ask_refusal_json_has_no_model_and_lists_the_closest_passages(
+    indexed: Settings, cli_env: dict[str, str]
+) -> None:
+    result = CliRunner().invoke(cli, ["ask", "What does alarm ALM-XYZ-999 on the ozone skid mean?", "--json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    assert data["refused"] is True and data["model"] is None and data["answer"] == REFUSAL
+    assert data["evidence"] and all(item["n"] is None for item in data["evidence"])
