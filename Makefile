@@ -54,8 +54,11 @@ run: install models
 	$(BIN)/appliance status
 	$(BIN)/appliance search "What do I do when the chlorine residual drops below 0.2 mg/L?" --k 3
 
+# Benchmarks print figures side by side with the naive alternative; they are slow (see each script).
 bench: install models
 	$(BIN)/python scripts/bench_ingest.py
+	$(BIN)/python scripts/bench_retrieval.py
+	$(BIN)/python scripts/bench_answers.py
 
 demo-corpus: install
 	$(BIN)/python scripts/build_demo_corpus.py

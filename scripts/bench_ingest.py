@@ -4,7 +4,7 @@ Side by side, in one run:
   * whole pipeline (scan, load, chunk, embed, write SQLite + FTS5 + Chroma) chunks/s versus the
     embedder's raw encode throughput on exactly the same chunk texts (the pipeline's overhead);
   * no-op reindex, and reindex after changing one file, versus the naive alternative a user of
-    other tools gets: rebuilding the index from scratch;
+    other tools gets: rebuilding the index from scratch (measured by the first full ingest);
   * index size on disk.
 
 Usage: python scripts/bench_ingest.py [--runbooks DIR] [--json]
@@ -61,9 +61,9 @@ def run(runbooks: Path, models_dir: Path) -> dict[str, Any]:
         target.write_text(target.read_text(encoding="utf-8") + "\n\nAppended by the benchmark: one new line.\n")
         one_change = reindex(settings)
 
-        # The naive alternative: throw the index away and rebuild it after any change.
-        rebuild_settings = Settings(home=work / "rebuild-home", models_dir=models_dir)
-        rebuild = ingest(rebuild_settings, sources)
+        # The naive alternative, throwing the index away and rebuilding it after any change, costs
+        # what the first full ingest cost (same corpus, same machine): that run is its measurement.
+        rebuild = first
 
         pipeline_rate = first.chunks_embedded / first.seconds
         raw_rate = len(texts) / raw_seconds
