@@ -188,15 +188,7 @@ class Searcher:
         k = self.settings.search.k if k is None else k
         mode = mode or self.settings.search.mode
         started = time.perf_counter()
-        found = self.candidates(query, mode, max(self.settings.search.candidates, k), filters)
-        timings = dict(found.timings_ms)
-        t = time.perf_counter()
-        fused = self.fuse(found, mode)
-        timings["fusion"] = _ms(t)
-        t = time.perf_counter()
-        ranked, reranked = self.rerank(query, fused)
-        if reranked:
-            timings["rerank"] = _ms(t)
+        found, ranked, reranked, timings = self._ranked(query, mode, max(self.settings.search.candidates, k), filters)
         t = time.perf_counter()
         evidence = decide_evidence(
             EvidenceSignals.collect(
@@ -212,6 +204,21 @@ class Searcher:
         hits = [_hit(rank, row, score) for rank, (row, score) in enumerate(ranked[:k], start=1)]
         timings["total"] = _ms(started)
         return SearchResult(query, mode, hits, evidence, timings, reranked)
+
+    def _ranked(
+        self, query: str, mode: Mode, n: int, filters: Filters, query_vector: np.ndarray | None = None
+    ) -> tuple[Candidates, Scored, bool, dict[str, float]]:
+        """Candidates → fusion → rerank, with the time each stage took."""
+        found = self.candidates(query, mode, n, filters, query_vector)
+        timings = dict(found.timings_ms)
+        t = time.perf_counter()
+        fused = self.fuse(found, mode)
+        timings["fusion"] = _ms(t)
+        t = time.perf_counter()
+        ranked, reranked = self.rerank(query, fused)
+        if reranked:
+            timings["rerank"] = _ms(t)
+        return found, ranked, reranked, timings
 
     def _complete_for_evidence(self, query: str, mode: Mode, found: Candidates, filters: Filters) -> Candidates:
         """The evidence model reads both retrievers; a single-retriever search fetches the other's top few."""
@@ -235,15 +242,9 @@ class Searcher:
     ) -> tuple[list[tuple[str, float]], dict[str, float]]:
         """Documents ranked by their best chunk (plus a share of their other chunks)."""
         mode = mode or self.settings.search.mode
-        found = self.candidates(query, mode, max(self.settings.search.candidates, k), filters, query_vector)
-        timings = dict(found.timings_ms)
-        t = time.perf_counter()
-        fused = self.fuse(found, mode)
-        timings["fusion"] = _ms(t)
-        t = time.perf_counter()
-        ranked, reranked = self.rerank(query, fused)
-        if reranked:
-            timings["rerank"] = _ms(t)
+        _, ranked, _, timings = self._ranked(
+            query, mode, max(self.settings.search.candidates, k), filters, query_vector
+        )
         documents = aggregate_documents(
             ranked, lambda row: row.document_path, other_chunks_weight=self.settings.search.other_chunks_weight
         )
