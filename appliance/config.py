@@ -168,6 +168,24 @@ class AnswerSettings(Section):
     evidence_sentences: int = Field(2, ge=1, le=10, description="Best-matching sentences shown per source.")
 
 
+class ServerSettings(Section):
+    host: str = Field("127.0.0.1", description="Listen address; any non-loopback address requires a token.")
+    port: int = Field(8080, ge=1, le=65535, description="Listen port.")
+    max_question_chars: int = Field(2000, ge=10, le=100000, description="Longest question accepted (422 beyond).")
+    request_timeout_s: float = Field(300.0, gt=0.0, le=3600.0, description="Most time one ask may take.")
+
+
+class AuditSettings(Section):
+    max_file_bytes: int = Field(
+        10 * 1024 * 1024, ge=4096, le=2**34, description="Rotate the audit file when it reaches this size."
+    )
+    max_file_age_days: float = Field(1.0, gt=0.0, le=3650.0, description="Rotate the audit file after this age.")
+    retention_days: float = Field(365.0, gt=0.0, le=36500.0, description="Delete rotated audit files older than this.")
+    question_preview_chars: int = Field(
+        80, ge=0, le=80, description="Characters of the question kept in a record (plus its sha256)."
+    )
+
+
 class Settings(Section):
     home: Path = Field(Path(".appliance"), description="Folder holding all state: catalog, vectors, locks, logs.")
     models_dir: Path = Field(Path("models"), description="The local model store; nothing is ever downloaded.")
@@ -180,6 +198,8 @@ class Settings(Section):
     evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)  # type: ignore[arg-type]
     generator: GeneratorSettings = Field(default_factory=GeneratorSettings)  # type: ignore[arg-type]
     answer: AnswerSettings = Field(default_factory=AnswerSettings)  # type: ignore[arg-type]
+    server: ServerSettings = Field(default_factory=ServerSettings)  # type: ignore[arg-type]
+    audit: AuditSettings = Field(default_factory=AuditSettings)  # type: ignore[arg-type]
 
     # Derived locations: one place that says where each piece of state lives.
     @property
@@ -193,6 +213,14 @@ class Settings(Section):
     @property
     def lock_path(self) -> Path:
         return self.home / "index.lock"
+
+    @property
+    def audit_dir(self) -> Path:
+        return self.home / "audit"
+
+    @property
+    def tokens_path(self) -> Path:
+        return self.home / "tokens.sqlite"
 
     def embedder_path(self) -> Path:
         return self.models_dir / "embedder" / self.embedder.model
