@@ -205,6 +205,8 @@ def main() -> int:
         items = load_qa(qa)[: args.limit or None]
         results[name] = run_set(name, items, answerer, naive)
         answerer.close()
+        if args.json:  # after each set: a long run that is stopped still leaves its figures
+            args.json.write_text(json.dumps(results, indent=1))
     report = {name: {k: v for k, v in r.items() if k != "rows"} for name, r in results.items()}
     print(json.dumps(report, indent=2))
     if args.json:
