@@ -47,6 +47,22 @@ def _occurs(conn: sqlite3.Connection, table: str, term: str, rowid: int | None =
         return False  # a term the tokenizer reduces to nothing
 
 
+def _known_word(conn: sqlite3.Connection, term: str) -> bool:
+    """In the corpus as a word, as an identifier, or (4+ letters) as the start of a word: operators
+    abbreviate ("evac" for evacuation, "config" for configuration)."""
+    if _occurs(conn, "chunks_fts", term) or _occurs(conn, "chunks_ident", term):
+        return True
+    if len(term) < 4:
+        return False
+    try:
+        return (
+            conn.execute("SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT 1", (_quote(term) + "*",)).fetchone()
+            is not None
+        )
+    except sqlite3.OperationalError:
+        return False
+
+
 def _is_strong_identifier(token: str) -> bool:
     """Tags, alert names, settings: capitals, digits with letters, or underscores. Hyphenated plain words
     ("bare-metal", "last-resort") are identifiers for matching but too often phrased differently in the
@@ -96,11 +112,7 @@ class EvidenceSignals:
         word_pieces: Callable[[str], int] | None = None,
     ) -> EvidenceSignals:
         terms = word_terms(query)
-        unknown = tuple(
-            _as_typed(query, t)
-            for t in terms
-            if not _occurs(conn, "chunks_fts", t) and not _occurs(conn, "chunks_ident", t)
-        )
+        unknown = tuple(_as_typed(query, t) for t in terms if not _known_word(conn, t))
         salient = tuple(t for t in unknown if _is_salient(t, word_pieces))
         identifiers = extract_identifiers(query)
         unknown_ids = tuple(
