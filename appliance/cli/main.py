@@ -7,7 +7,7 @@ import sys
 import click
 
 from appliance import __version__
-from appliance.cli import ask_command, eval_commands, index_commands, models_commands
+from appliance.cli import admin_commands, ask_command, eval_commands, index_commands, models_commands, serve_command
 from appliance.cli.common import echo_json, handle_errors
 from appliance.config import ConfigError, load_settings, load_settings_with_sources, settings_table
 
@@ -61,6 +61,8 @@ index_commands.register(cli)
 models_commands.register(cli)
 eval_commands.register(cli)
 ask_command.register(cli)
+serve_command.register(cli)
+admin_commands.register(cli)
 
 
 def main() -> None:

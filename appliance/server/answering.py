@@ -1,0 +1,180 @@
+"""Run `Answerer.events()` (blocking: retrieval, then the model) in a thread, consumed from async code.
+
+One thread per ask owns the answer's iterator from start to end (a Python generator must not be
+closed by another thread while it runs). The async side receives the events through a channel
+with no buffer; when it stops listening (client gone, timeout) it closes the channel, and the
+thread closes the iterator at the next event, which closes the generation stream and frees the
+queue slot. A request still *waiting* in the model's queue emits no events, so its stream is
+also cancelled directly (`_StreamHandle`) to leave the queue at once.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import threading
+import time
+from collections.abc import AsyncGenerator, Callable, Iterator
+from typing import Any
+
+import anyio
+import anyio.from_thread
+import anyio.lowlevel
+
+from appliance.answer.answerer import Answerer, AnswerEvent
+from appliance.errors import GeneratorBusy
+from appliance.models.generation import ChatMessage, GenerationStats, GenerationStream, Generator
+from appliance.retrieve.filters import Filters
+from appliance.server.problems import AnswerTimeout, log_unexpected
+from appliance.server.state import AppState
+
+
+class _StreamHandle:
+    """The generation stream one request opened, so that the event loop can cancel it."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._stream: GenerationStream | None = None
+        self._cancelled = False
+
+    def attach(self, stream: GenerationStream) -> None:
+        with self._lock:
+            self._stream = stream
+            cancelled = self._cancelled
+        if cancelled:
+            stream.close()
+
+    def cancel(self) -> None:
+        with self._lock:
+            self._cancelled = True
+            stream = self._stream
+        if stream is not None:
+            # From another thread: takes a still-waiting request out of the queue; a running
+            # generation is stopped by its own thread at the next token (GenerationStream.close).
+            with contextlib.suppress(Exception):
+                stream.close()
+
+
+class _TrackedGenerator:
+    """The app's one generator seen through one request: the same model, plus the stream handle.
+
+    The shared generator is resolved lazily, so a refusal (no model asked) never loads the model.
+    """
+
+    def __init__(self, resolve: Callable[[], Generator], handle: _StreamHandle) -> None:
+        self._resolve = resolve
+        self._handle = handle
+
+    @property
+    def model_id(self) -> str:
+        return self._resolve().model_id
+
+    @property
+    def n_ctx(self) -> int:
+        return self._resolve().n_ctx
+
+    @property
+    def last_stats(self) -> GenerationStats | None:
+        return self._resolve().last_stats
+
+    def count_tokens(self, text: str) -> int:
+        return self._resolve().count_tokens(text)
+
+    def prompt_tokens(self, messages: list[ChatMessage]) -> int:
+        return self._resolve().prompt_tokens(messages)
+
+    def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
+        stream = self._resolve().stream(messages, max_tokens=max_tokens)
+        self._handle.attach(stream)
+        return stream
+
+    def complete(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> tuple[str, GenerationStats]:
+        return self._resolve().complete(messages, max_tokens=max_tokens)
+
+    def queue_depth(self) -> int:
+        return self._resolve().queue_depth()
+
+    def system_info(self) -> dict[str, Any]:
+        return self._resolve().system_info()
+
+    def close(self) -> None:
+        """Nothing: the shared generator outlives the request."""
+
+
+_END = object()
+
+
+async def answer_events(
+    state: AppState, question: str, *, k: int | None, filters: Filters, timeout_s: float | None = None
+) -> AsyncGenerator[AnswerEvent, None]:
+    """The events of one answer, produced in a thread; AnswerTimeout past `timeout_s`.
+
+    Closing this async generator early stops the generation (see the module docstring).
+    """
+    if not state.asks_in_flight.acquire(blocking=False):
+        raise GeneratorBusy("too many questions are being answered at once; try again shortly")
+    handle = _StreamHandle()
+    view = Answerer(
+        state.settings,
+        searcher=state.answerer.searcher,
+        generator=_TrackedGenerator(state.generator, handle),  # type: ignore[arg-type]
+    )
+    send, receive = anyio.create_memory_object_stream[tuple[str, Any]](0)
+    token = anyio.lowlevel.current_token()
+
+    def deliver(kind: str, value: Any) -> None:
+        anyio.from_thread.run(send.send, (kind, value), token=token)
+
+    def produce() -> None:
+        iterator: Iterator[AnswerEvent] | None = None
+        try:
+            iterator = view.events(question, k=k, filters=filters)
+            with state.retrieval_lock:  # retrieval and prompt building happen before the first event
+                event = next(iterator, _END)
+            while event is not _END:
+                deliver("event", event)
+                event = next(iterator, _END)
+            deliver("end", None)
+        except (anyio.BrokenResourceError, anyio.ClosedResourceError):
+            pass  # the listener left: fall through to closing the iterator
+        except BaseException as exc:
+            with contextlib.suppress(Exception):
+                deliver("error", exc)
+        finally:
+            try:
+                # events() is a generator: close() raises GeneratorExit inside it → its generation stream closes.
+                close = getattr(iterator, "close", None)
+                if close is not None:
+                    close()
+            except Exception as exc:
+                log_unexpected(None, exc)
+            finally:
+                state.asks_in_flight.release()
+
+    deadline = None if timeout_s is None else time.monotonic() + timeout_s
+    finished = False
+    try:
+        threading.Thread(target=produce, name="appliance-answer", daemon=True).start()
+    except BaseException:
+        state.asks_in_flight.release()
+        raise
+    try:
+        while True:
+            try:
+                with anyio.fail_after(None if deadline is None else max(0.0, deadline - time.monotonic())):
+                    kind, value = await receive.receive()
+            except TimeoutError:
+                raise AnswerTimeout(
+                    f"the answer took longer than {timeout_s:g} s (setting server.request_timeout_s) and was stopped"
+                ) from None
+            if kind == "end":
+                finished = True
+                return
+            if kind == "error":
+                finished = True
+                raise value
+            yield value
+    finally:
+        if not finished:
+            handle.cancel()
+        receive.close()
+        send.close()

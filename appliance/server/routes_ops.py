@@ -1,0 +1,95 @@
+"""Open operational routes: GET /healthz (the process answers), /readyz (it can answer questions), /metrics."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import anyio
+from fastapi import APIRouter, Request
+from starlette.responses import PlainTextResponse, Response
+
+from appliance.models.store import ModelStore
+from appliance.server.problems import Problem, problem_response
+from appliance.server.responses import ApplianceJSONResponse
+from appliance.server.state import AppState, app_state
+from appliance.status import index_status
+
+router = APIRouter(tags=["operations"])
+
+PROMETHEUS_MEDIA_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+
+
+@router.get("/healthz", summary="Liveness: the process is up")
+async def healthz() -> Response:
+    return ApplianceJSONResponse({"status": "ok"})
+
+
+def readiness(state: AppState) -> tuple[dict[str, str], list[str], dict[str, Any]]:
+    """Each check's verdict, the reasons of those that failed, and index counts (blocking: run in a thread)."""
+    settings = state.settings
+    checks: dict[str, str] = {}
+    reasons: list[str] = []
+    try:
+        state.answerer.searcher.embedder  # noqa: B018 - loads (and caches) the embedder
+        checks["embedder"] = "ok"
+    except Exception as exc:
+        checks["embedder"] = "failed"
+        reasons.append(f"embedder '{settings.embedder.model}' does not load: {exc}")
+    if state.loaded_generator() is not None:
+        checks["generator"] = "ok"
+    elif settings.generator.backend == "openai":
+        checks["generator"] = "ok" if settings.generator.url else "failed"
+        if not settings.generator.url:
+            reasons.append("generator.backend is 'openai' but generator.url is empty")
+    else:
+        try:
+            ModelStore(settings.models_dir).find("generator", settings.generator.model)
+            checks["generator"] = "ok"
+        except Exception as exc:
+            checks["generator"] = "failed"
+            reasons.append(str(exc))
+    counts: dict[str, Any] = {}
+    try:
+        status = index_status(settings)
+        counts = {"documents": status["documents"], "chunks": status["chunks"], "vectors": status["vectors"]}
+        checks["index"] = "ok" if status["consistent"] else "inconsistent"
+        if not status["consistent"]:
+            reasons.append(f"the index is inconsistent ({status['consistency']}): run `appliance reindex` to repair it")
+    except Exception as exc:
+        checks["index"] = "failed"
+        reasons.append(f"the index cannot be read: {exc}")
+    return checks, reasons, counts
+
+
+@router.get("/readyz", summary="Readiness: embedder loads, generator installed, index consistent")
+async def readyz(request: Request) -> Response:
+    state = app_state(request)
+    checks, reasons, counts = await anyio.to_thread.run_sync(readiness, state)
+    if reasons:
+        problem = Problem(
+            503, "; ".join(reasons), title="Not ready", extra={"ready": False, "reasons": reasons, "checks": checks}
+        )
+        return problem_response(problem, request.state.request_id)
+    return ApplianceJSONResponse({"ready": True, "checks": checks, **counts})
+
+
+def gauges(state: AppState) -> dict[str, tuple[str, float]]:
+    generator = state.loaded_generator()
+    depth = generator.queue_depth() if generator is not None else 0
+    with state.retrieval_lock:
+        counts = state.answerer.searcher.index.catalog.counts()
+    return {
+        "appliance_generator_queue_depth": ("Generations running plus waiting for the model.", float(depth)),
+        "appliance_index_documents": (
+            "Documents indexed (not counting failed or skipped).",
+            float(counts["documents"]),
+        ),
+        "appliance_index_chunks": ("Chunks in the catalog.", float(counts["chunks"])),
+    }
+
+
+@router.get("/metrics", summary="Prometheus metrics (text exposition format)")
+async def metrics(request: Request) -> Response:
+    state = app_state(request)
+    current = await anyio.to_thread.run_sync(gauges, state)
+    return PlainTextResponse(state.metrics.render(current), media_type=PROMETHEUS_MEDIA_TYPE)

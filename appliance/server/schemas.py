@@ -1,0 +1,74 @@
+"""Request bodies. Strict types (no "5" for 5, no "yes" for true) and unknown fields refused, so a
+typo is a 422 naming the field rather than a silently ignored option. The OpenAI-compatible
+body is the exception: its clients send many fields this appliance has no use for."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+DocType = Literal["md", "txt", "html", "pdf", "docx"]
+# The hard ceiling of a question's length; the configured one (server.max_question_chars) is checked
+# by the routes, which know the settings.
+QUESTION_CEILING = 100_000
+
+
+def _stripped(value: str) -> str:
+    value = value.strip()
+    if not value:
+        raise ValueError("must not be empty or only whitespace")
+    return value
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(strict=True, extra="forbid")
+
+
+class AskRequest(_Strict):
+    question: str = Field(min_length=1, max_length=QUESTION_CEILING, description="The question, in plain words.")
+    k: int | None = Field(None, ge=1, le=50, description="Most passages given as sources [answer.max_sources].")
+    stream: bool = Field(False, description="Answer as Server-Sent Events (also with Accept: text/event-stream).")
+    path_prefix: str | None = Field(None, max_length=1024, description="Only documents whose path starts with this.")
+    types: list[DocType] | None = Field(None, max_length=5, description="Only these document types.")
+
+    _strip = field_validator("question")(_stripped)
+
+
+class SearchRequest(_Strict):
+    query: str = Field(min_length=1, max_length=QUESTION_CEILING, description="What to look for.")
+    k: int | None = Field(None, ge=1, le=50, description="Hits returned [search.k].")
+    mode: Literal["lexical", "dense", "hybrid"] | None = Field(None, description="Retrieval mode [search.mode].")
+    path_prefix: str | None = Field(None, max_length=1024, description="Only documents whose path starts with this.")
+    types: list[DocType] | None = Field(None, max_length=5, description="Only these document types.")
+
+    _strip = field_validator("query")(_stripped)
+
+
+class _Lenient(BaseModel):
+    """Strict types, but unknown fields ignored: OpenAI clients send many options the appliance has no use for."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+class ContentPart(_Lenient):
+    type: str
+    text: str | None = None
+
+
+class ChatMessageIn(_Lenient):
+    role: Literal["system", "user", "assistant", "tool", "developer"]
+    content: str | list[ContentPart] | None = None
+
+    def text(self) -> str:
+        if isinstance(self.content, str):
+            return self.content
+        if self.content is None:
+            return ""
+        return "\n".join(part.text for part in self.content if part.type == "text" and part.text)
+
+
+class ChatCompletionRequest(_Lenient):
+    messages: list[ChatMessageIn] = Field(min_length=1, max_length=200)
+    model: str | None = Field(None, max_length=256)
+    stream: bool = False

@@ -1,0 +1,59 @@
+"""What one app instance holds for the life of the process: settings, THE answerer, tokens, audit, metrics."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import Request
+
+from appliance.answer.answerer import Answerer
+from appliance.audit import AuditLog
+from appliance.config import Settings
+from appliance.models.generation import Generator
+from appliance.server.auth import TokenStore
+from appliance.server.metrics import Metrics
+
+# Concurrent asks beyond this are refused as busy before they take a thread (the generator's own
+# queue bounds generations; this bounds retrieval threads piling up behind it).
+MAX_ASKS_IN_FLIGHT = 64
+
+
+@dataclass
+class AppState:
+    settings: Settings
+    answerer: Answerer
+    tokens: TokenStore
+    audit: AuditLog
+    metrics: Metrics = field(default_factory=Metrics)
+    # The searcher's SQLite connection and Chroma client are shared by every request; retrieval is
+    # CPU-bound anyway, so requests take turns on it (generation, the slow part, runs outside it).
+    retrieval_lock: threading.Lock = field(default_factory=threading.Lock)
+    # Two first questions at once must not load the model twice.
+    generator_lock: threading.Lock = field(default_factory=threading.Lock)
+    asks_in_flight: threading.BoundedSemaphore = field(
+        default_factory=lambda: threading.BoundedSemaphore(MAX_ASKS_IN_FLIGHT)
+    )
+
+    def generator(self) -> Generator:
+        """The one generator, loaded on first use (seconds for a local model)."""
+        with self.generator_lock:
+            return self.answerer.generator
+
+    def loaded_generator(self) -> Generator | None:
+        """The generator if it is loaded already; loading it just to read its id would cost seconds."""
+        generator: Generator | None = getattr(self.answerer, "_generator", None)
+        return generator
+
+    def generator_model_id(self) -> str:
+        generator = self.loaded_generator()
+        return generator.model_id if generator is not None else self.settings.generator.model
+
+    def models(self, generator: str | None) -> dict[str, Any]:
+        return {"generator": generator, "embedder": self.settings.embedder.model}
+
+
+def app_state(request: Request) -> AppState:
+    state: AppState = request.app.state.appliance
+    return state

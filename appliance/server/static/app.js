@@ -1,0 +1,656 @@
+/* The operator page: ask → stream the answer over SSE (fetch + ReadableStream) → show the checked result.
+ *
+ * Everything the server sends is untrusted text: it only ever reaches the page through textContent
+ * and DOM nodes built here (never innerHTML). No external requests, no inline code (strict CSP).
+ */
+"use strict";
+
+(function () {
+  const TOKEN_KEY = "appliance.token";
+  const REFUSAL = "The documents do not cover this.";
+
+  const $ = (id) => document.getElementById(id);
+  const ui = {
+    main: $("main"),
+    tokenBox: $("token-box"),
+    tokenForm: $("token-form"),
+    token: $("token"),
+    tokenClear: $("token-clear"),
+    tokenState: $("token-state"),
+    form: $("ask-form"),
+    question: $("question"),
+    ask: $("ask"),
+    stop: $("stop"),
+    status: $("status"),
+    error: $("error"),
+    errorTitle: $("error-title"),
+    errorDetail: $("error-detail"),
+    errorServer: $("error-server"),
+    result: $("result"),
+    asked: $("asked"),
+    refusal: $("refusal"),
+    refusalReason: $("refusal-reason"),
+    answer: $("answer"),
+    badge: $("badge"),
+    unsupported: $("unsupported"),
+    unsupportedList: $("unsupported-list"),
+    removed: $("removed"),
+    cited: $("cited"),
+    citedList: $("cited-list"),
+    timings: $("timings"),
+    evidenceSection: $("evidence-section"),
+    evidenceHeading: $("evidence-heading"),
+    evidenceHelp: $("evidence-help"),
+    evidenceList: $("evidence-list"),
+  };
+
+  // ---- small DOM helpers -------------------------------------------------------------------
+
+  function el(tag, className, text) {
+    const node = document.createElement(tag);
+    if (className) node.className = className;
+    if (text !== undefined && text !== null) node.textContent = String(text);
+    return node;
+  }
+
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
+  }
+
+  function show(node, visible) {
+    node.hidden = !visible;
+  }
+
+  function fmtMs(ms) {
+    if (typeof ms !== "number" || !isFinite(ms)) return null;
+    return ms < 1000 ? Math.round(ms) + "\u00a0ms" : (ms / 1000).toFixed(1) + "\u00a0s";
+  }
+
+  function reducedMotion() {
+    return window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+  }
+
+  // ---- token (sessionStorage only: gone when the tab closes) --------------------------------
+
+  function readToken() {
+    try {
+      return sessionStorage.getItem(TOKEN_KEY) || "";
+    } catch (e) {
+      return "";
+    }
+  }
+
+  function writeToken(value) {
+    try {
+      if (value) sessionStorage.setItem(TOKEN_KEY, value);
+      else sessionStorage.removeItem(TOKEN_KEY);
+    } catch (e) {
+      /* storage disabled: the token lives in the field only */
+    }
+  }
+
+  function currentToken() {
+    return readToken() || ui.token.value.trim();
+  }
+
+  function showTokenState() {
+    const set = Boolean(readToken());
+    ui.tokenState.textContent = set ? "set" : "not set";
+    ui.tokenState.classList.toggle("is-set", set);
+  }
+
+  ui.token.value = readToken();
+  showTokenState();
+
+  ui.tokenForm.addEventListener("submit", (event) => {
+    event.preventDefault();
+    writeToken(ui.token.value.trim());
+    showTokenState();
+    ui.status.textContent = readToken() ? "Token saved for this tab." : "Token cleared.";
+    ui.tokenBox.open = false;
+    ui.question.focus();
+  });
+
+  ui.tokenClear.addEventListener("click", () => {
+    ui.token.value = "";
+    writeToken("");
+    showTokenState();
+    ui.status.textContent = "Token cleared.";
+    ui.token.focus();
+  });
+
+  // ---- state --------------------------------------------------------------------------------
+
+  let controller = null; // AbortController of the ask in flight
+  let runId = 0; // events of an older ask are ignored
+  let streamed = ""; // answer text as it arrives
+  let sources = new Map(); // source number → its <li>
+  let sawEvidence = false;
+
+  function setState(state) {
+    ui.main.dataset.state = state;
+    const busy = state === "asking" || state === "streaming";
+    show(ui.stop, busy);
+    ui.answer.setAttribute("aria-busy", state === "streaming" ? "true" : "false");
+    ui.answer.classList.toggle("streaming", state === "streaming");
+  }
+
+  function resetResult(question) {
+    streamed = "";
+    sources = new Map();
+    sawEvidence = false;
+    show(ui.error, false);
+    clear(ui.answer);
+    ui.answer.classList.remove("incomplete");
+    ui.asked.textContent = question;
+    show(ui.refusal, false);
+    ui.refusalReason.textContent = "";
+    show(ui.badge, false);
+    clear(ui.badge);
+    show(ui.unsupported, false);
+    clear(ui.unsupportedList);
+    show(ui.removed, false);
+    show(ui.cited, false);
+    clear(ui.citedList);
+    show(ui.timings, false);
+    clear(ui.evidenceList);
+    show(ui.evidenceSection, false);
+    ui.result.dataset.outcome = "pending";
+    show(ui.result, true);
+  }
+
+  // ---- citation markers inside answer text --------------------------------------------------
+
+  // What citations.py accepts: [1], [1, 2], [1-3], [Source 2], 【1】; after `done` the text holds [n] / [n, m] only.
+  const ITEM = "(?:sources?\\s*[:#]?\\s*)?\\d{1,6}(?:\\s*[-\\u2013\\u2014]\\s*\\d{1,6})?";
+  const SEP = "\\s*(?:[,;&]\\s*(?:and\\s+)?|and\\s+)";
+  const MARKER = "[\\[\\u3010]\\s*" + ITEM + "(?:" + SEP + ITEM + ")*\\s*[\\]\\u3011]";
+  // One pass over the text: inline `code`, **bold**, or a citation marker.
+  const INLINE = new RegExp("(`[^`\\n]+`)|(\\*\\*[^*\\n]+\\*\\*)|(" + MARKER + ")", "gi");
+
+  function markerNumbers(marker) {
+    const numbers = [];
+    const re = /(\d{1,6})(?:\s*[-\u2013\u2014]\s*(\d{1,6}))?/g;
+    let m;
+    while ((m = re.exec(marker)) !== null) {
+      const a = parseInt(m[1], 10);
+      const b = m[2] ? parseInt(m[2], 10) : a;
+      const lo = Math.min(a, b);
+      const hi = Math.max(a, b);
+      if (hi - lo <= 100) for (let n = lo; n <= hi; n++) numbers.push(n);
+      else numbers.push(lo, hi);
+    }
+    return numbers.filter((n, i) => numbers.indexOf(n) === i);
+  }
+
+  function citeButton(n) {
+    const li = sources.get(n);
+    if (!li) {
+      const missing = el("span", "cite-missing", String(n));
+      missing.title = "No source " + n + " was given";
+      return missing;
+    }
+    const button = el("button", "cite", "[" + n + "]");
+    button.type = "button";
+    button.dataset.source = String(n);
+    button.setAttribute("aria-controls", li.id);
+    button.setAttribute("aria-label", "Source " + n + (li.dataset.label ? ": " + li.dataset.label : ""));
+    return button;
+  }
+
+  function renderMarker(target, marker) {
+    const wrap = el("span", "marker");
+    markerNumbers(marker).forEach((n) => wrap.appendChild(citeButton(n)));
+    target.appendChild(wrap);
+  }
+
+  // Plant identifiers (VLV-3042-B, RW-GSK-0410) must never be split over two lines.
+  const IDENTIFIER = /\b(?=[A-Za-z0-9-]*\d)[A-Za-z0-9]+(?:-[A-Za-z0-9]+)+\b/g;
+
+  function appendText(target, text) {
+    IDENTIFIER.lastIndex = 0;
+    let pos = 0;
+    let m;
+    while ((m = IDENTIFIER.exec(text)) !== null) {
+      if (m[0].length > 28) continue; // too long to keep on one line of a phone
+      if (m.index > pos) target.appendChild(document.createTextNode(text.slice(pos, m.index)));
+      target.appendChild(el("span", "ident", m[0]));
+      pos = m.index + m[0].length;
+    }
+    if (pos < text.length) target.appendChild(document.createTextNode(text.slice(pos)));
+  }
+
+  function renderRichText(target, text) {
+    clear(target);
+    INLINE.lastIndex = 0;
+    let pos = 0;
+    let m;
+    while ((m = INLINE.exec(text)) !== null) {
+      if (m.index > pos) appendText(target, text.slice(pos, m.index));
+      if (m[1]) target.appendChild(el("code", null, m[1].slice(1, -1)));
+      else if (m[2]) target.appendChild(el("strong", null, m[2].slice(2, -2)));
+      else renderMarker(target, m[3]);
+      pos = m.index + m[0].length;
+    }
+    if (pos < text.length) appendText(target, text.slice(pos));
+  }
+
+  // ---- evidence -----------------------------------------------------------------------------
+
+  /* Passage text with its matching sentences in <mark>. The server's offsets count code points
+   * (Python); JS strings count UTF-16 units, so slice an array of code points, and fall back to
+   * searching for the sentence when the offsets do not match its text. */
+  function highlightedPassage(item) {
+    const text = typeof item.text === "string" ? item.text : "";
+    const points = Array.from(text);
+    const spans = [];
+    (Array.isArray(item.sentences) ? item.sentences : []).forEach((s) => {
+      if (!s || typeof s.text !== "string" || !s.text) return;
+      let start = Number.isInteger(s.start) ? s.start : -1;
+      let end = Number.isInteger(s.end) ? s.end : -1;
+      const fits = start >= 0 && end > start && end <= points.length;
+      if (!fits || points.slice(start, end).join("") !== s.text) {
+        const at = text.indexOf(s.text);
+        if (at < 0) return;
+        start = Array.from(text.slice(0, at)).length;
+        end = start + Array.from(s.text).length;
+      }
+      spans.push({ start: start, end: end, score: s.score });
+    });
+    spans.sort((a, b) => a.start - b.start);
+
+    const block = el("div", "passage");
+    let pos = 0;
+    spans.forEach((span) => {
+      if (span.start < pos) return; // overlapping: keep the earlier one
+      if (span.start > pos) appendText(block, points.slice(pos, span.start).join(""));
+      const mark = el("mark");
+      appendText(mark, points.slice(span.start, span.end).join(""));
+      if (typeof span.score === "number") mark.title = "Matches the question (" + span.score.toFixed(2) + ")";
+      block.appendChild(mark);
+      pos = span.end;
+    });
+    if (pos < points.length) appendText(block, points.slice(pos).join(""));
+    return block;
+  }
+
+  function bestSentence(item) {
+    const list = Array.isArray(item.sentences) ? item.sentences.slice() : [];
+    list.sort((a, b) => (b.score || 0) - (a.score || 0));
+    const text = list.length && typeof list[0].text === "string" ? list[0].text : String(item.text || "");
+    const flat = text.replace(/\s+/g, " ").trim();
+    return flat.length > 200 ? flat.slice(0, 197) + "…" : flat;
+  }
+
+  function metaRow(dl, term, value) {
+    if (value === null || value === undefined || value === "") return;
+    dl.appendChild(el("dt", null, term));
+    dl.appendChild(el("dd", null, value));
+  }
+
+  function renderEvidence(items) {
+    clear(ui.evidenceList);
+    sources = new Map();
+    const closest = items.length > 0 && items.every((item) => item.n === null || item.n === undefined);
+    ui.evidenceHeading.textContent = closest ? "Closest passages" : "Sources";
+    ui.evidenceHelp.textContent = closest
+      ? "These passages were the nearest matches, but not enough to answer from. Open one to read it."
+      : "Open a source to read the passage; the sentences that match the question are highlighted.";
+
+    items.forEach((item, i) => {
+      const numbered = Number.isInteger(item.n);
+      const li = el("li", "source");
+      li.id = numbered ? "source-" + item.n : "closest-" + (i + 1);
+      const where = item.section || item.title || item.path || "Passage";
+      li.dataset.label = where;
+
+      const details = el("details");
+      const summary = el("summary");
+      summary.appendChild(el("span", "num", numbered ? "[" + item.n + "]" : String(i + 1)));
+      const head = el("span", "src-head");
+      head.appendChild(el("span", "src-section", where));
+      const location = (item.path || "") + (Number.isInteger(item.page) ? " · page " + item.page : "");
+      head.appendChild(el("span", "src-path", location));
+      head.appendChild(el("span", "src-preview", bestSentence(item)));
+      summary.appendChild(head);
+      details.appendChild(summary);
+
+      const body = el("div", "src-body");
+      const dl = el("dl", "src-meta");
+      metaRow(dl, "Document", item.path);
+      if (item.title && item.title !== item.section) metaRow(dl, "Title", item.title);
+      metaRow(dl, "Section", item.section);
+      metaRow(dl, "Page", Number.isInteger(item.page) ? String(item.page) : null);
+      if (typeof item.score === "number") metaRow(dl, "Match", item.score.toFixed(2));
+      body.appendChild(dl);
+      body.appendChild(highlightedPassage(item));
+      details.appendChild(body);
+      li.appendChild(details);
+      ui.evidenceList.appendChild(li);
+      if (numbered) sources.set(item.n, li);
+    });
+    show(ui.evidenceSection, items.length > 0);
+  }
+
+  function openSource(n) {
+    const li = sources.get(n);
+    if (!li) return;
+    const details = li.querySelector("details");
+    details.open = true;
+    li.classList.remove("flash");
+    void li.offsetWidth; // restart the animation
+    li.classList.add("flash");
+    li.scrollIntoView({ block: "start", behavior: reducedMotion() ? "auto" : "smooth" });
+    const summary = li.querySelector("summary");
+    if (summary) summary.focus({ preventScroll: true });
+  }
+
+  document.addEventListener("click", (event) => {
+    const target = event.target instanceof Element ? event.target.closest("[data-source]") : null;
+    if (!target) return;
+    event.preventDefault();
+    openSource(parseInt(target.dataset.source, 10));
+  });
+
+  // ---- the finished result ------------------------------------------------------------------
+
+  function renderDone(result) {
+    if (!sawEvidence && Array.isArray(result.evidence)) renderEvidence(result.evidence);
+    const refused = Boolean(result.refused);
+    ui.result.dataset.outcome = refused ? "refused" : "answer";
+
+    if (refused) {
+      clear(ui.answer);
+      show(ui.refusal, true);
+      ui.refusalReason.textContent = result.refusal_reason
+        ? "Why: " + result.refusal_reason
+        : "No passage supports an answer.";
+      ui.evidenceHeading.textContent = "Closest passages";
+    } else {
+      renderRichText(ui.answer, typeof result.answer === "string" ? result.answer : streamed);
+      renderBadge(result);
+    }
+
+    const removed = Array.isArray(result.removed_citations) ? result.removed_citations : [];
+    if (removed.length) {
+      ui.removed.textContent =
+        "Removed citations to sources the model was not given: " + removed.map((n) => "[" + n + "]").join(" ");
+      show(ui.removed, true);
+    }
+
+    const citations = Array.isArray(result.citations) ? result.citations : [];
+    clear(ui.citedList);
+    citations.forEach((c) => {
+      const li = el("li");
+      li.appendChild(citeButton(c.n));
+      const where = [c.section, c.path].filter(Boolean).join(" — ");
+      li.appendChild(el("span", "cited-where", where + (Number.isInteger(c.page) ? ", page " + c.page : "")));
+      ui.citedList.appendChild(li);
+    });
+    show(ui.cited, citations.length > 0 && !refused);
+
+    renderTimings(result);
+    setState("done");
+    ui.status.textContent = refused
+      ? REFUSAL
+      : "Answer ready" + (citations.length ? ", citing " + citations.length + (citations.length > 1 ? " sources." : " source.") : ", without citations.");
+  }
+
+  function renderBadge(result) {
+    clear(ui.badge);
+    const unsupported = Array.isArray(result.unsupported) ? result.unsupported : [];
+    let kind;
+    let text;
+    if (result.grounded) {
+      kind = "ok";
+      text = "✓ Every statement is supported by the cited passages.";
+    } else if (result.verified) {
+      kind = "warn";
+      text = "⚠ Check before acting: some statements are not in the cited passages.";
+    } else {
+      kind = "warn";
+      text = "⚠ Check before acting: this answer could not be checked against the passages.";
+    }
+    ui.badge.className = "badge " + kind;
+    ui.badge.textContent = text;
+    show(ui.badge, true);
+
+    clear(ui.unsupportedList);
+    unsupported.forEach((sentence) => ui.unsupportedList.appendChild(el("li", null, sentence)));
+    show(ui.unsupported, unsupported.length > 0);
+  }
+
+  function renderTimings(result) {
+    const t = result.timings_ms || {};
+    const parts = [];
+    if (fmtMs(t.first_token)) parts.push("First words " + fmtMs(t.first_token));
+    if (fmtMs(t.total)) parts.push("Total " + fmtMs(t.total));
+    if (fmtMs(t.retrieve)) parts.push("Search " + fmtMs(t.retrieve));
+    parts.push(result.model ? "Model " + result.model : "No model asked");
+    ui.timings.textContent = parts.join(" · ");
+    show(ui.timings, true);
+  }
+
+  // ---- errors -------------------------------------------------------------------------------
+
+  /* A problem: our advice first, what the server said (if it adds anything) underneath. */
+  function showProblem(problem) {
+    const status = problem.status;
+    const said = typeof problem.detail === "string" ? problem.detail.trim() : "";
+    let title = problem.title || "Something went wrong";
+    let advice = "";
+    if (status === 401) {
+      title = readToken() ? "The access token was not accepted" : "An access token is needed";
+      advice = "Enter your access token under “Access token” at the top, then ask again.";
+      ui.tokenBox.open = true;
+      window.setTimeout(() => ui.token.focus(), 0);
+    } else if (status === 403) {
+      title = "Not allowed";
+      advice = "This token may not ask questions. Ask the appliance administrator for an operator token.";
+    } else if (status === 422) {
+      title = "Question not accepted";
+    } else if (status === 503) {
+      title = "The appliance is busy";
+      const wait = parseInt(problem.retryAfter || "", 10);
+      advice = wait > 0 ? "Try again in " + wait + " s." : "Try again shortly.";
+    } else if (status) {
+      title = title + " (HTTP " + status + ")";
+    }
+    ui.errorTitle.textContent = title;
+    ui.errorDetail.textContent = advice || said;
+    ui.errorServer.textContent = advice && said ? "Server: " + said : "";
+    show(ui.errorServer, Boolean(advice && said));
+    show(ui.error, true);
+    if (streamed) ui.answer.classList.add("incomplete");
+    if (!streamed && !sawEvidence) show(ui.result, false);
+    setState("error");
+    ui.status.textContent = "";
+  }
+
+  async function problemOf(response) {
+    const text = await response.text().catch(() => "");
+    let body = null;
+    try {
+      body = JSON.parse(text);
+    } catch (e) {
+      body = null;
+    }
+    const p = body && typeof body === "object" ? body : {};
+    let detail = p.detail;
+    if (Array.isArray(detail)) {
+      // FastAPI validation errors: [{loc, msg}, ...]
+      detail = detail
+        .map((d) => (d && d.msg ? d.msg : typeof d === "string" ? d : JSON.stringify(d)))
+        .join("; ");
+    } else if (typeof detail !== "string") {
+      detail = body ? "" : text.slice(0, 300);
+    }
+    return {
+      status: response.status,
+      title: typeof p.title === "string" ? p.title : response.statusText,
+      detail: detail,
+      retryAfter: response.headers.get("Retry-After"),
+    };
+  }
+
+  // ---- Server-Sent Events over fetch --------------------------------------------------------
+
+  async function readEvents(body, onEvent) {
+    const reader = body.getReader();
+    const decoder = new TextDecoder("utf-8");
+    let buffer = "";
+    let name = "";
+    let data = [];
+
+    function dispatch() {
+      if (data.length) onEvent(name || "message", data.join("\n"));
+      name = "";
+      data = [];
+    }
+
+    function line(text) {
+      if (text === "") return dispatch();
+      if (text[0] === ":") return; // comment / keep-alive
+      const colon = text.indexOf(":");
+      const field = colon < 0 ? text : text.slice(0, colon);
+      let value = colon < 0 ? "" : text.slice(colon + 1);
+      if (value[0] === " ") value = value.slice(1);
+      if (field === "event") name = value;
+      else if (field === "data") data.push(value);
+    }
+
+    function lines() {
+      let start = 0;
+      for (let i = 0; i < buffer.length; i++) {
+        const c = buffer[i];
+        if (c !== "\n" && c !== "\r") continue;
+        if (c === "\r" && i + 1 === buffer.length) break; // maybe \r\n split across chunks
+        line(buffer.slice(start, i));
+        if (c === "\r" && buffer[i + 1] === "\n") i++;
+        start = i + 1;
+      }
+      buffer = buffer.slice(start);
+    }
+
+    for (;;) {
+      const chunk = await reader.read();
+      if (chunk.done) break;
+      buffer += decoder.decode(chunk.value, { stream: true });
+      lines();
+    }
+    buffer += decoder.decode();
+    lines();
+    if (buffer) line(buffer.replace(/\r$/, ""));
+    dispatch();
+  }
+
+  // ---- asking -------------------------------------------------------------------------------
+
+  async function ask(question) {
+    if (controller) controller.abort();
+    const mine = ++runId;
+    controller = new AbortController();
+    resetResult(question);
+    setState("asking");
+    ui.status.textContent = "Searching the documents…";
+
+    const headers = { "Content-Type": "application/json", Accept: "text/event-stream" };
+    const token = currentToken();
+    if (token) headers.Authorization = "Bearer " + token;
+
+    let finished = false;
+    const current = () => mine === runId;
+
+    function onEvent(name, raw) {
+      if (!current() || finished) return;
+      let data;
+      try {
+        data = JSON.parse(raw);
+      } catch (e) {
+        finished = true;
+        showProblem({ title: "The server sent something unreadable", detail: "Event “" + name + "” was not JSON." });
+        return;
+      }
+      if (name === "evidence") {
+        sawEvidence = true;
+        renderEvidence(Array.isArray(data.evidence) ? data.evidence : []);
+        const refusing = data.evidence && data.evidence.length && data.evidence.every((e) => !Number.isInteger(e.n));
+        setState("streaming");
+        ui.status.textContent = refusing ? "Checking the closest passages…" : "Writing the answer…";
+        if (streamed) renderRichText(ui.answer, streamed);
+      } else if (name === "token") {
+        if (ui.main.dataset.state !== "streaming") setState("streaming");
+        streamed += typeof data.text === "string" ? data.text : "";
+        renderRichText(ui.answer, streamed);
+      } else if (name === "done") {
+        finished = true;
+        renderDone(data);
+      } else if (name === "error") {
+        finished = true;
+        showProblem({ status: data.status, title: data.title, detail: data.detail });
+      }
+    }
+
+    try {
+      const response = await fetch("/v1/ask", {
+        method: "POST",
+        headers: headers,
+        body: JSON.stringify({ question: question, stream: true }),
+        signal: controller.signal,
+        cache: "no-store",
+        credentials: "same-origin",
+      });
+      if (!current()) return;
+      if (!response.ok) {
+        showProblem(await problemOf(response));
+        return;
+      }
+      const type = response.headers.get("Content-Type") || "";
+      if (type.indexOf("text/event-stream") >= 0 && response.body) {
+        await readEvents(response.body, onEvent);
+      } else {
+        const result = await response.json();
+        if (!current()) return;
+        if (Array.isArray(result.evidence)) onEvent("evidence", JSON.stringify({ evidence: result.evidence }));
+        onEvent("done", JSON.stringify(result));
+      }
+      if (current() && !finished) {
+        showProblem({ title: "The answer was cut off", detail: "The connection closed before the answer was complete. Ask again." });
+      }
+    } catch (err) {
+      if (!current()) return;
+      if (err && err.name === "AbortError") {
+        if (streamed) ui.answer.classList.add("incomplete");
+        setState("stopped");
+        ui.status.textContent = "Stopped. The answer above is incomplete.";
+        return;
+      }
+      showProblem({ title: "Cannot reach the appliance", detail: "Check the network connection, then ask again." });
+    } finally {
+      if (current()) controller = null;
+    }
+  }
+
+  ui.form.addEventListener("submit", (event) => {
+    event.preventDefault();
+    const question = ui.question.value.trim();
+    if (!question) {
+      ui.status.textContent = "Type a question first.";
+      ui.question.focus();
+      return;
+    }
+    ask(question);
+  });
+
+  ui.question.addEventListener("keydown", (event) => {
+    if (event.key !== "Enter" || event.shiftKey || event.altKey || event.isComposing) return;
+    event.preventDefault();
+    if (typeof ui.form.requestSubmit === "function") ui.form.requestSubmit();
+    else ui.ask.click();
+  });
+
+  ui.stop.addEventListener("click", () => {
+    if (controller) controller.abort();
+    ui.question.focus();
+  });
+})();

@@ -1,0 +1,326 @@
+"""The operator page in a real headless Chromium against a real uvicorn on 127.0.0.1.
+
+The answer comes from a scripted generator (no LLM), gated so the test can see the page mid-stream:
+the evidence is listed and the first words are on screen before the answer is finished. Then the
+finished answer, its grounding badge and citations; a citation opens its passage with the
+matching sentence highlighted; a 401 asks for the token, which lives in sessionStorage only;
+a refusal shows the refusal display with the closest passages. Throughout: no console errors and
+no request to any host but 127.0.0.1. Screenshots go to test-artifacts/ (git-ignored).
+
+Needs the Debian package `chromium` and the Python package `playwright` (never `playwright install`:
+that downloads browsers). Without them the test is skipped with the reason.
+"""
+
+from __future__ import annotations
+
+import shutil
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+from urllib.parse import urlsplit
+
+import pytest
+import uvicorn
+
+from appliance.answer.answerer import Answerer
+from appliance.config import Settings
+from appliance.ingest.pipeline import ingest
+from appliance.models.generation import ChatMessage, GenerationStats, GenerationStream
+from appliance.models.generation.base import StatsBox
+from appliance.server.app import create_app
+
+CHROMIUM = "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-quic",
+]
+ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+
+if CHROMIUM is None:
+    pytest.skip(
+        "/usr/bin/chromium not found: install the Debian package (apt-get install -y chromium) to run the browser test",
+        allow_module_level=True,
+    )
+try:
+    from playwright import sync_api
+except ImportError:  # pragma: no cover - the Makefile installs it
+    pytest.fail("the Python package playwright is missing: .venv/bin/pip install playwright", pytrace=False)
+
+SOP = """# Chlorine cylinder change
+
+## Isolation
+
+Close the cylinder valve VLV-3042-B and wait until the vacuum regulator gauge reads zero.
+Hang the tag <DO NOT OPEN> on the valve handle.
+Replace the lead gasket RW-GSK-0410 at every connection; a gasket is never reused.
+
+## Leak check
+
+Apply ammonia vapour to the joint. A white cloud means a leak: evacuate and call extension 2100.
+"""
+
+QUESTION = "What do I close before the cylinder change?"
+FIRST_HALF = "Close the cylinder valve VLV-3042-B"
+ANSWER = FIRST_HALF + " and wait until the vacuum regulator gauge reads zero [1]."
+UNSUPPORTED = "Close VLV-3042-B [1]. Then open valve VLV-9999-Z to vent [7]."
+REFUSED_QUESTION = "How do I restart the Zabbix agent on the bastion hosts?"
+
+
+class GatedGenerator:
+    """The scripted generator of test_answerer.py with one answer per call; the first one stops halfway
+    until the test opens the gate."""
+
+    model_id = "scripted"
+    n_ctx = 4096
+    last_stats: GenerationStats | None = None
+
+    def __init__(self, answers: list[str], pause_after: str) -> None:
+        self.answers = answers
+        self.pause_after = pause_after
+        self.gate = threading.Event()
+        self.calls = 0
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def prompt_tokens(self, messages: list[ChatMessage]) -> int:
+        return sum(self.count_tokens(m.content) for m in messages)
+
+    def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
+        box = StatsBox()
+        words = self.answers[min(self.calls, len(self.answers) - 1)].split(" ")
+        pause_at = len(self.pause_after.split(" ")) if self.calls == 0 else -1
+        self.calls += 1
+
+        def pieces() -> Iterator[str]:
+            for i, word in enumerate(words):
+                if i == pause_at:
+                    self.gate.wait(timeout=20)  # never hang the suite if the page does not get here
+                yield word if i == 0 else " " + word
+            box.stats = GenerationStats(self.prompt_tokens(messages), len(words), 5.0, 5.0, 1.0, 2.0, 0.0, "stop")
+
+        return GenerationStream(pieces(), box)  # type: ignore[arg-type]
+
+    def complete(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> tuple[str, GenerationStats]:
+        with self.stream(messages, max_tokens=max_tokens) as stream:
+            text = "".join(stream)
+        assert stream.stats is not None
+        return text, stream.stats
+
+    def close(self) -> None:
+        self.gate.set()
+
+    def queue_depth(self) -> int:
+        return 0
+
+    def system_info(self) -> dict[str, Any]:
+        return {"backend": "scripted"}
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def indexed(settings: Settings, tmp_path: Path) -> Settings:
+    root = tmp_path / "plant"
+    root.mkdir()
+    (root / "SOP-CL-004.md").write_text(SOP)
+    ingest(settings, [root])
+    return settings
+
+
+@pytest.fixture
+def token(indexed: Settings) -> str:
+    """With an active token the API wants `Authorization: Bearer`, even from loopback."""
+    from appliance.server.auth import TokenStore
+
+    with TokenStore(indexed.tokens_path) as store:
+        _, secret = store.create("operator", name="shift-a")
+    return secret
+
+
+@pytest.fixture
+def generator() -> Iterator[GatedGenerator]:
+    gen = GatedGenerator([ANSWER, UNSUPPORTED], FIRST_HALF)
+    yield gen
+    gen.gate.set()
+
+
+@pytest.fixture
+def server(indexed: Settings, token: str, generator: GatedGenerator) -> Iterator[str]:
+    answerer = Answerer(indexed, generator=generator)  # type: ignore[arg-type]
+    app = create_app(indexed, answerer=answerer)
+    port = _free_port()
+    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
+    srv = uvicorn.Server(config)
+    thread = threading.Thread(target=srv.run, name="uvicorn-web-page-test", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not srv.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        generator.gate.set()
+        srv.should_exit = True
+        thread.join(timeout=15)
+
+
+@pytest.mark.slow
+def test_operator_page_in_a_real_browser(server: str, token: str, generator: GatedGenerator) -> None:
+    ARTIFACTS.mkdir(exist_ok=True)
+    requests: list[str] = []
+    console_errors: list[str] = []
+
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            page = context.new_page()
+            page.set_default_timeout(15_000)
+            page.on("request", lambda request: requests.append(request.url))
+            page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
+            page.on("pageerror", lambda exc: console_errors.append(f"uncaught: {exc}"))
+            expect = sync_api.expect
+
+            page.goto(server + "/")
+            expect(page).to_have_title("SOP assistant")
+            main = page.locator("main")
+            expect(main).to_have_attribute("data-state", "idle")
+
+            # --- no token yet: the 401 problem asks for it ------------------------------------------
+            question = page.get_by_label("Question", exact=True)
+            question.fill(QUESTION)
+            question.press("Enter")
+            expect(main).to_have_attribute("data-state", "error")
+            expect(page.locator("#error")).to_contain_text("access token")
+            expect(page.locator("#token-box")).to_have_attribute("open", "")
+            expect(page.get_by_label("Access token", exact=True)).to_be_focused()
+            page.screenshot(path=str(ARTIFACTS / "web-page-401.png"))
+
+            page.get_by_label("Access token", exact=True).fill(token)
+            page.get_by_role("button", name="Save").click()
+            expect(page.locator("#token-state")).to_have_text("set")
+            assert page.evaluate("sessionStorage.getItem('appliance.token')") == token
+            assert page.evaluate("localStorage.length") == 0, "the token must not outlive the tab"
+
+            # --- ask: evidence first, the answer streamed ----------------------------------------------
+            question.fill("")
+            question.press_sequentially(QUESTION)
+            question.press("Shift+Enter")  # a new line, not a submit
+            assert question.input_value() == QUESTION + "\n"
+            expect(main).to_have_attribute("data-state", "error")
+            question.press("Enter")
+
+            expect(main).to_have_attribute("data-state", "streaming")
+            sources = page.locator("#evidence-list > li")
+            expect(sources.first).to_be_visible()
+            expect(page.locator("#evidence-heading")).to_have_text("Sources")
+            expect(sources.first).to_contain_text("SOP-CL-004.md")
+            expect(page.locator("#answer")).to_have_text(FIRST_HALF)
+            expect(page.locator("#answer")).to_have_attribute("aria-busy", "true")
+            page.screenshot(path=str(ARTIFACTS / "web-page-streaming.png"))
+            generator.gate.set()
+
+            expect(main).to_have_attribute("data-state", "done", timeout=30_000)
+            answer = page.locator("#answer")
+            expect(answer).to_have_text(ANSWER)
+            expect(answer).to_have_attribute("aria-live", "polite")
+            expect(page.locator("#badge")).to_contain_text("Every statement is supported")
+            expect(page.locator("#timings")).to_contain_text("First words")
+            expect(page.locator("#timings")).to_contain_text("Total")
+            expect(page.locator("#cited-list > li")).to_have_count(1)
+            expect(page.locator("#cited-list")).to_contain_text("Isolation")
+
+            # --- citation [1] inside the answer opens its passage, sentence highlighted -------------------
+            source_1 = page.locator("#source-1")
+            expect(source_1.locator("details")).not_to_have_attribute("open", "")
+            cite = answer.locator("button.cite[data-source='1']")
+            expect(cite).to_have_text("[1]")
+            cite.click()
+            expect(source_1.locator("details")).to_have_attribute("open", "")
+            passage = source_1.locator(".passage")
+            expect(passage).to_be_visible()
+            expect(source_1.locator(".src-meta")).to_contain_text("plant/SOP-CL-004.md")
+            expect(source_1.locator(".src-meta")).to_contain_text("Isolation")
+            marks = passage.locator("mark")
+            assert marks.count() >= 1
+            assert any("VLV-3042-B" in text for text in marks.all_inner_texts())
+            expect(passage).to_contain_text("<DO NOT OPEN>")  # server text is text, never markup
+            built = "el => [...el.querySelectorAll('*')].every(n => n.tagName === 'MARK' || n.className === 'ident')"
+            assert passage.evaluate(built), "the passage holds elements the page did not build"
+            expect(source_1.locator("summary")).to_be_focused()
+            # Keyboard: the citation in the "Cited" list toggles nothing but reopens the same source.
+            source_1.locator("summary").press("Enter")  # closes it
+            expect(source_1.locator("details")).not_to_have_attribute("open", "")
+            page.locator("#cited-list button.cite").focus()
+            page.keyboard.press("Enter")
+            expect(source_1.locator("details")).to_have_attribute("open", "")
+            page.screenshot(path=str(ARTIFACTS / "web-page.png"), full_page=True)
+
+            # --- the same page on a 360 px phone: nothing wider than the screen -------------------------
+            page.set_viewport_size({"width": 360, "height": 780})
+            page.evaluate("window.scrollTo(0, 0)")
+            assert page.evaluate("document.documentElement.scrollWidth") <= 360
+            page.screenshot(path=str(ARTIFACTS / "web-page-360.png"), full_page=True)
+            page.set_viewport_size({"width": 1280, "height": 900})
+            page.emulate_media(color_scheme="dark")
+            page.screenshot(path=str(ARTIFACTS / "web-page-dark.png"))
+            page.emulate_media(color_scheme="light")
+
+            # --- a refusal: the sentence, the reason, the closest passages -------------------------------
+            question.fill(REFUSED_QUESTION)
+            question.press("Enter")
+            expect(page.locator("#result")).to_have_attribute("data-outcome", "refused")
+            expect(main).to_have_attribute("data-state", "done")
+            refusal = page.locator("#refusal")
+            expect(refusal).to_be_visible()
+            expect(refusal).to_contain_text("The documents do not cover this.")
+            expect(page.locator("#refusal-reason")).to_contain_text("Zabbix")
+            expect(page.locator("#evidence-heading")).to_have_text("Closest passages")
+            expect(sources.first).to_be_visible()
+            expect(page.locator("#badge")).to_be_hidden()
+            expect(page.locator("#answer")).to_have_text("")
+            expect(page.locator("#timings")).to_contain_text("No model asked")
+            page.screenshot(path=str(ARTIFACTS / "web-page-refusal.png"), full_page=True)
+
+            # --- an answer with an invented step: the warning, the unsupported sentence, the removed [7] ------
+            question.fill(QUESTION)
+            question.press("Enter")
+            expect(page.locator("#result")).to_have_attribute("data-outcome", "answer")
+            expect(main).to_have_attribute("data-state", "done")
+            expect(page.locator("#badge")).to_contain_text("Check before acting")
+            expect(page.locator("#unsupported-list")).to_contain_text("VLV-9999-Z")
+            expect(page.locator("#removed")).to_contain_text("[7]")
+            expect(page.locator("#answer")).not_to_contain_text("[7]")
+            expect(page.locator("#refusal")).to_be_hidden()
+            page.screenshot(path=str(ARTIFACTS / "web-page-warning.png"))
+
+            # --- clearing the token forgets it ----------------------------------------------------------
+            page.locator("#token-box summary").click()
+            page.get_by_role("button", name="Clear").click()
+            assert page.evaluate("sessionStorage.getItem('appliance.token')") is None
+            expect(page.locator("#token-state")).to_have_text("not set")
+        finally:
+            browser.close()
+
+    assert requests, "the browser made no requests"
+    foreign = [url for url in requests if urlsplit(url).hostname != "127.0.0.1"]
+    assert not foreign, f"requests to other hosts: {foreign}"
+    # Chromium logs every non-2xx fetch as a console error: the one 401 above is the point of that step.
+    expected = [e for e in console_errors if "status of 401" in e]
+    assert len(expected) <= 1, console_errors
+    unexpected = [e for e in console_errors if e not in expected]
+    assert not unexpected, f"console errors: {unexpected}"
