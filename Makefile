@@ -11,7 +11,7 @@ export APPLIANCE_HOME ?= $(CURDIR)/.appliance
 .PHONY: install models browser test lint run bench demo-corpus clean help
 
 help:
-	@echo "make run     set up, build the model store, ingest docs_corpus/ and search it"
+	@echo "make run     set up, build the model store, ingest docs_corpus/ and serve it on 127.0.0.1:8080"
 	@echo "make test    set up and run the test suite"
 	@echo "make lint    ruff + mypy"
 	@echo "make bench   benchmarks (scripts/), figures printed"
@@ -54,16 +54,23 @@ lint: install
 	$(BIN)/ruff format --check appliance tests scripts
 	$(BIN)/mypy appliance
 
+PORT ?= 8080
+
 run: install models
 	$(BIN)/appliance ingest docs_corpus
-	$(BIN)/appliance status
-	$(BIN)/appliance search "What do I do when the chlorine residual drops below 0.2 mg/L?" --k 3
+	@echo
+	@echo "appliance: http://127.0.0.1:$(PORT)/  (API docs: http://127.0.0.1:$(PORT)/docs)"
+	@echo "try:  curl -s http://127.0.0.1:$(PORT)/v1/ask -H 'Content-Type: application/json' \\"
+	@echo "        -d '{\"question\": \"What do I do when the chlorine residual drops below 0.2 mg/L?\"}'"
+	@echo
+	$(BIN)/appliance serve --host 127.0.0.1 --port $(PORT)
 
 # Benchmarks print figures side by side with the naive alternative; they are slow (see each script).
 bench: install models
 	$(BIN)/python scripts/bench_ingest.py
 	$(BIN)/python scripts/bench_retrieval.py
 	$(BIN)/python scripts/bench_answers.py
+	$(BIN)/python scripts/bench_api.py
 
 demo-corpus: install
 	$(BIN)/python scripts/build_demo_corpus.py
