@@ -92,12 +92,13 @@ MIGRATIONS: list[tuple[str, str]] = [
 ]
 
 
-def apply_migrations(conn: sqlite3.Connection) -> list[str]:
-    """Apply every migration not yet recorded; return the names applied now."""
+def apply_migrations(conn: sqlite3.Connection, migrations: list[tuple[str, str]] = MIGRATIONS) -> list[str]:
+    """Apply every migration not yet recorded in the database's `migrations` table; return the names applied
+    now. Also used by the other SQLite files of the home (tokens) with their own list."""
     conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
     done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
     applied: list[str] = []
-    for name, script in MIGRATIONS:
+    for name, script in migrations:
         if name in done:
             continue
         # executescript commits first; wrap the script and its record in one transaction.

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any, Literal, cast, get_args
 
 from appliance.errors import ApplianceError
+from appliance.index.migrations import apply_migrations as apply_named_migrations
 
 Role = Literal["operator", "admin"]
 ROLES: tuple[Role, ...] = cast(tuple[Role, ...], get_args(Role))
@@ -83,16 +84,7 @@ def hash_secret(secret: str) -> str:
 
 def apply_migrations(conn: sqlite3.Connection) -> list[str]:
     """Apply every token migration not yet recorded; return the names applied now."""
-    conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-    done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
-    applied: list[str] = []
-    for name, script in MIGRATIONS:
-        if name in done:
-            continue
-        # executescript commits first; wrap the script and its record in one transaction.
-        conn.executescript("BEGIN;\n" + script + f"\nINSERT INTO migrations VALUES ('{name}', {time.time()});\nCOMMIT;")
-        applied.append(name)
-    return applied
+    return apply_named_migrations(conn, MIGRATIONS)
 
 
 _COLUMNS = "id, name, role, created_at, last_used_at, revoked_at"
