@@ -182,3 +182,13 @@ def test_ask_refusal_json_has_no_model_and_lists_the_closest_passages(
     data = json.loads(result.output)
     assert data["refused"] is True and data["model"] is None and data["answer"] == REFUSAL
     assert data["evidence"] and all(item["n"] is None for item in data["evidence"])
+
+
+def test_a_copied_sentence_without_a_marker_gets_its_source_cited_and_is_checked(indexed: Settings) -> None:
+    generator = ScriptedGenerator("Replace the lead gasket RW-GSK-0410 at every connection. Then open VLV-7777-Q.")
+    result = Answerer(indexed, generator=generator).ask("Which gasket part number do I use?")  # type: ignore[arg-type]
+    assert result.attributed_citations == [1]
+    assert "RW-GSK-0410 at every connection [1]." in result.answer
+    assert [c.n for c in result.citations] == [1]
+    assert result.unsupported == ["Then open VLV-7777-Q."], "an invented tag is never attributed"
+    assert not result.grounded

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from appliance.answer.attribution import attribute_citations
 from appliance.answer.citations import parse_citations
 from appliance.answer.evidence_sentences import best_sentences
 from appliance.answer.prompt import REFUSAL, Prompt, Source, build_prompt
@@ -72,6 +73,8 @@ class AnswerResult:
     model: str | None
     refusal_reason: str | None = None
     removed_citations: list[int] = field(default_factory=list)
+    # Sentences the model left uncited but that one source supports: [n] added by the checker.
+    attributed_citations: list[int] = field(default_factory=list)
     prompt: dict[str, int] = field(default_factory=dict)
     generation: dict[str, Any] = field(default_factory=dict)
 
@@ -216,12 +219,11 @@ class Answerer:
     ) -> AnswerResult:
         report = parse_citations(raw_answer.strip(), len(prompt.sources))
         by_number = {source.n: source for source in prompt.sources}
+        source_texts = {source.n: source.text for source in prompt.sources}
         model_refused = bool(_MODEL_REFUSAL.search(report.text)) and not report.cited
-        support = check_support(
-            report.sentences,
-            {source.n: source.text for source in prompt.sources},
-            embed=self.searcher.embedder.embed,
-        )
+        text, sentences, attributed = attribute_citations(report.text, report.sentences, source_texts)
+        support = check_support(sentences, source_texts, embed=self.searcher.embedder.embed)
+        cited = sorted({n for sentence in sentences for n in sentence.cited})
         citations = [
             Citation(
                 n,
@@ -230,7 +232,7 @@ class Answerer:
                 by_number[n].chunk.section,
                 by_number[n].chunk.page,
             )
-            for n in report.cited
+            for n in cited
         ]
         generation: dict[str, Any] = {}
         if stats is not None:
@@ -244,7 +246,7 @@ class Answerer:
             }
         return AnswerResult(
             question=question,
-            answer=REFUSAL if model_refused else report.text,
+            answer=REFUSAL if model_refused else text,
             refused=model_refused,
             grounded=False if model_refused else support.grounded,
             verified=False if model_refused else support.verified,
@@ -255,6 +257,7 @@ class Answerer:
             model=self.generator.model_id,
             refusal_reason="the model found no answer in the sources" if model_refused else None,
             removed_citations=report.removed,
+            attributed_citations=[] if model_refused else attributed,
             prompt={"tokens": prompt.prompt_tokens, "sources": len(prompt.sources), "dropped": prompt.dropped},
             generation=generation,
         )
