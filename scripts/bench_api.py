@@ -107,9 +107,10 @@ def main() -> int:
     parser.add_argument("--clients", type=int, default=16)
     parser.add_argument("--corpus", type=Path, default=REPO / "docs_corpus")
     parser.add_argument("--models-dir", type=Path, default=REPO / "models")
+    parser.add_argument("--home", type=Path, default=None, help="Reuse this home's index (default: a new one).")
     args = parser.parse_args()
 
-    home = Path(tempfile.mkdtemp(prefix="bench-api-"))
+    home = args.home or Path(tempfile.mkdtemp(prefix="bench-api-"))
     settings = Settings(home=home, models_dir=args.models_dir.resolve())
     ingest(settings, [args.corpus.resolve()])
 
