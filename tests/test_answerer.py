@@ -112,7 +112,7 @@ def test_the_prompt_numbers_the_sources_and_asks_for_citations(indexed: Settings
     generator = ScriptedGenerator("Replace the gasket RW-GSK-0410 [1].")
     Answerer(indexed, generator=generator).ask("Which gasket part number do I use?")  # type: ignore[arg-type]
     system, user = generator.calls[0]
-    assert system.role == "system" and "[1]" in system.content and REFUSAL in system.content
+    assert system.role == "system" and "[1]" in system.content and "ONLY the numbered sources" in system.content
     assert user.content.startswith("Sources:\n\n[1] ") and "(plant/SOP-CL-004.md)" in user.content
     assert user.content.rstrip().endswith("Answer with citations:")
 

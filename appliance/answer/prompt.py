@@ -14,15 +14,19 @@ from dataclasses import dataclass
 
 from appliance.index.catalog import ChunkRow
 
+# Said without calling the model when retrieval finds no evidence. The model itself is NOT asked to
+# say it: measured on the demo questions, Qwen2.5-1.5B then declined 5 of 9 answerable questions with
+# the right passage in its sources; told instead to name what the sources do not cover, its answers
+# held all key phrases in 78% of cases (33% before). Unsupported claims are caught by the support check.
 REFUSAL = "The documents do not cover this."
 
-SYSTEM_PROMPT = f"""You answer questions from plant operators using ONLY the numbered sources you are given \
+SYSTEM_PROMPT = """You answer questions from plant operators using ONLY the numbered sources you are given \
 (excerpts of the site's standard operating procedures and runbooks).
 - Answer with the facts or steps the sources give, keeping their own wording for steps, limits, tags and commands.
 - End every sentence with the number of the source it comes from, in square brackets, like this: \
 "Close valve VLV-1 before venting [1]. Record the reading on form F-2 [2]."
 - Never add steps, numbers, tags or commands that the sources do not contain. Be brief.
-- Only if no source is about the question at all, reply exactly: {REFUSAL}"""
+- If the sources do not give what is asked, say which part they do not cover."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n\s*\n")
 
