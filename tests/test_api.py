@@ -374,12 +374,14 @@ def test_a_huge_body_is_refused_with_413(client: TestClient) -> None:
 
 
 def test_an_answer_slower_than_the_request_timeout_is_504_and_stopped(api_settings: Settings) -> None:
-    server = api_settings.server.model_copy(update={"request_timeout_s": 0.5})
-    generator = ScriptedGenerator(" ".join(["slow"] * 400), delay_s=0.01)
+    server = api_settings.server.model_copy(update={"request_timeout_s": 2.0})
+    generator = ScriptedGenerator(" ".join(["slow"] * 400), delay_s=0.05)  # 20 s if nothing stopped it
     client = make_client(api_settings.model_copy(update={"server": server}), generator)
     problem = assert_problem(client.post("/v1/ask", json={"question": QUESTION}), 504)
     assert "server.request_timeout_s" in problem["detail"]
-    assert generator.closed.wait(5) and generator.produced < 400
+    # On a loaded machine the timeout may even fire before generation starts; either way it stops.
+    assert generator.produced < 400
+    assert generator.produced == 0 or generator.closed.wait(5)
 
 
 # --- search, documents, reindex -------------------------------------------------------------------
