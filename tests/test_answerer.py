@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 from click.testing import CliRunner
@@ -15,8 +13,8 @@ from appliance.answer.prompt import REFUSAL
 from appliance.cli.main import cli
 from appliance.config import GeneratorSettings, Settings
 from appliance.ingest.pipeline import ingest
-from appliance.models.generation import ChatMessage, GenerationStats, GenerationStream
-from appliance.models.generation.base import StatsBox
+from appliance.models.generation import ChatMessage, GenerationStream
+from tests.fakes import ScriptedGenerator
 
 SOP = """# Chlorine cylinder change
 
@@ -29,44 +27,6 @@ Replace the lead gasket RW-GSK-0410 at every connection; a gasket is never reuse
 
 Apply ammonia vapour to the joint. A white cloud means a leak: evacuate and call extension 2100.
 """
-
-
-class ScriptedGenerator:
-    """A generator that 'writes' a fixed answer, through the same stream protocol as the real ones."""
-
-    model_id = "scripted"
-    n_ctx = 4096
-
-    def __init__(self, answer: str) -> None:
-        self.answer = answer
-        self.calls: list[list[ChatMessage]] = []
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def prompt_tokens(self, messages: list[ChatMessage]) -> int:
-        return sum(self.count_tokens(m.content) for m in messages)
-
-    def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
-        self.calls.append(messages)
-        box = StatsBox()
-        words = self.answer.split(" ")
-
-        def pieces() -> Iterator[str]:
-            for i, word in enumerate(words):
-                yield word if i == 0 else " " + word
-            box.stats = GenerationStats(self.prompt_tokens(messages), len(words), 5.0, 5.0, 1.0, 2.0, 0.0, "stop")
-
-        return GenerationStream(pieces(), box)  # type: ignore[arg-type]
-
-    def close(self) -> None:
-        pass
-
-    def queue_depth(self) -> int:
-        return 0
-
-    def system_info(self) -> dict[str, Any]:
-        return {"backend": "scripted"}
 
 
 class ExplodingGenerator(ScriptedGenerator):

@@ -28,11 +28,11 @@ from appliance.answer.answerer import Answerer
 from appliance.answer.prompt import REFUSAL
 from appliance.cli.main import cli
 from appliance.config import GeneratorSettings, IndexSettings, Settings
-from appliance.errors import GeneratorBusy, GeneratorError
+from appliance.errors import GeneratorError
 from appliance.index.index import Index
 from appliance.index.lock import writer_lock
 from appliance.ingest.pipeline import ingest
-from appliance.models.generation import ChatMessage, GenerationStats, GenerationStream
+from appliance.models.generation import ChatMessage, GenerationStream
 from appliance.models.generation.base import StatsBox
 from appliance.models.registry import load_embedder
 from appliance.retrieve.filters import NO_FILTERS
@@ -41,6 +41,7 @@ from appliance.server.app import create_app
 from appliance.server.auth import TokenStore
 from appliance.server.security import BindRefused, check_bind_allowed, is_loopback_host
 from appliance.server.state import MAX_ASKS_IN_FLIGHT, AppState
+from tests.fakes import SCRIPTED_ANSWER, ScriptedGenerator
 
 CHLORINE = """# Chlorine cylinder change
 
@@ -67,75 +68,12 @@ Close the backwash outlet before returning SF-2 to service.
 """
 
 QUESTION = "What do I close before the chlorine cylinder change?"
-ANSWER = "Close the cylinder valve VLV-3042-B and wait until the vacuum regulator gauge reads zero [1]."
+ANSWER = SCRIPTED_ANSWER
 OFF_TOPIC = "How do I restart the Zabbix agent on the bastion hosts?"
 LOOPBACK_CLIENT = ("127.0.0.1", 50000)
 
 
 # --- fakes ---------------------------------------------------------------------------------------
-
-
-class ScriptedGenerator:
-    """'Writes' a fixed answer through the real stream protocol; can be busy, fail, or go slowly."""
-
-    model_id = "scripted"
-    n_ctx = 4096
-
-    def __init__(
-        self,
-        answer: str = ANSWER,
-        *,
-        busy: bool = False,
-        fail_after: int | None = None,
-        error: Exception | None = None,
-        delay_s: float = 0.0,
-    ) -> None:
-        self.answer = answer
-        self.busy = busy
-        self.fail_after = fail_after
-        self.error = error or GeneratorError("the model crashed")
-        self.delay_s = delay_s
-        self.produced = 0
-        self.closed = threading.Event()
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
-
-    def prompt_tokens(self, messages: list[ChatMessage]) -> int:
-        return sum(self.count_tokens(m.content) for m in messages)
-
-    def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
-        if self.busy:
-            raise GeneratorBusy("the model is busy: 8 requests are waiting (setting generator.queue_size)")
-        box = StatsBox()
-        words = self.answer.split(" ")
-
-        def pieces() -> Iterator[str]:
-            try:
-                for i, word in enumerate(words):
-                    if self.fail_after is not None and i == self.fail_after:
-                        raise self.error
-                    if self.delay_s:
-                        time.sleep(self.delay_s)
-                    self.produced += 1
-                    yield word if i == 0 else " " + word
-                box.stats = GenerationStats(self.prompt_tokens(messages), len(words), 5.0, 5.0, 1.0, 2.0, 0.0, "stop")
-            finally:
-                self.closed.set()
-
-        return GenerationStream(pieces(), box)  # type: ignore[arg-type]
-
-    def complete(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> tuple[str, Any]:
-        raise NotImplementedError
-
-    def close(self) -> None:
-        pass
-
-    def queue_depth(self) -> int:
-        return 0
-
-    def system_info(self) -> dict[str, Any]:
-        return {"backend": "scripted"}
 
 
 class QueuedGenerator(ScriptedGenerator):

@@ -14,7 +14,7 @@ from appliance.answer.answerer import Answerer
 from appliance.config import GeneratorSettings, Settings
 from appliance.server.app import create_app
 from appliance.server.auth import TokenStore
-from tests.test_api import ScriptedGenerator
+from tests.fakes import ScriptedGenerator
 
 
 @pytest.fixture(scope="module")

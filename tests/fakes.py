@@ -1,0 +1,83 @@
+"""Test fakes plugged into the real code paths (never a network, never a model).
+
+`ScriptedGenerator` speaks the generator protocol (`appliance.models.generation.Generator`): it
+streams a fixed answer through a real `GenerationStream`, and can be busy, fail or go slowly.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from typing import Any
+
+from appliance.errors import GeneratorBusy, GeneratorError
+from appliance.models.generation import ChatMessage, GenerationStats, GenerationStream
+from appliance.models.generation.base import StatsBox
+
+SCRIPTED_ANSWER = "Close the cylinder valve VLV-3042-B and wait until the vacuum regulator gauge reads zero [1]."
+
+
+class ScriptedGenerator:
+    """'Writes' a fixed answer through the real stream protocol; can be busy, fail, or go slowly."""
+
+    model_id = "scripted"
+    n_ctx = 4096
+
+    def __init__(
+        self,
+        answer: str = SCRIPTED_ANSWER,
+        *,
+        busy: bool = False,
+        fail_after: int | None = None,
+        error: Exception | None = None,
+        delay_s: float = 0.0,
+    ) -> None:
+        self.answer = answer
+        self.busy = busy
+        self.fail_after = fail_after
+        self.error = error or GeneratorError("the model crashed")
+        self.delay_s = delay_s
+        self.produced = 0
+        self.closed = threading.Event()
+        self.calls: list[list[ChatMessage]] = []  # the messages of every stream() call
+
+    def count_tokens(self, text: str) -> int:
+        return len(text.split())
+
+    def prompt_tokens(self, messages: list[ChatMessage]) -> int:
+        return sum(self.count_tokens(m.content) for m in messages)
+
+    def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
+        self.calls.append(messages)
+        if self.busy:
+            raise GeneratorBusy("the model is busy: 8 requests are waiting (setting generator.queue_size)")
+        box = StatsBox()
+        words = self.answer.split(" ")
+
+        def pieces() -> Iterator[str]:
+            try:
+                for i, word in enumerate(words):
+                    if self.fail_after is not None and i == self.fail_after:
+                        raise self.error
+                    if self.delay_s:
+                        time.sleep(self.delay_s)
+                    self.produced += 1
+                    yield word if i == 0 else " " + word
+                box.stats = GenerationStats(self.prompt_tokens(messages), len(words), 5.0, 5.0, 1.0, 2.0, 0.0, "stop")
+            finally:
+                self.closed.set()
+
+        return GenerationStream(pieces(), box)  # type: ignore[arg-type]
+
+    def complete(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> tuple[str, Any]:
+        raise NotImplementedError
+
+    def close(self) -> None:
+        pass
+
+    def queue_depth(self) -> int:
+        return 0
+
+    def system_info(self) -> dict[str, Any]:
+        return {"backend": "scripted"}
