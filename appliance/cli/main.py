@@ -7,7 +7,15 @@ import sys
 import click
 
 from appliance import __version__
-from appliance.cli import admin_commands, ask_command, eval_commands, index_commands, models_commands, serve_command
+from appliance.cli import (
+    admin_commands,
+    ask_command,
+    eval_commands,
+    index_commands,
+    models_commands,
+    offline_commands,
+    serve_command,
+)
 from appliance.cli.common import echo_json, handle_errors
 from appliance.config import ConfigError, load_settings, load_settings_with_sources, settings_table
 
@@ -63,6 +71,7 @@ eval_commands.register(cli)
 ask_command.register(cli)
 serve_command.register(cli)
 admin_commands.register(cli)
+offline_commands.register(cli)
 
 
 def main() -> None:
