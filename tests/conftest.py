@@ -3,9 +3,11 @@ APPLIANCE_HOME per test. Nothing here touches a network."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -46,3 +48,31 @@ def cli_env(home: Path, models_dir: Path, monkeypatch: pytest.MonkeyPatch) -> It
         monkeypatch.setenv(name, value)
     monkeypatch.delenv("APPLIANCE_CONFIG", raising=False)
     yield {**os.environ, **env}
+
+
+@pytest.fixture(scope="session")
+def cpu_small_bundle(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, dict[str, Any]]:
+    """`appliance bundle --profile cpu-small` from the wheelhouse (≈ 35 s): (archive, --json summary)."""
+    from tests.offline_target import APPLIANCE, require_wheelhouse, run
+
+    output = tmp_path_factory.mktemp("bundle") / "appliance-cpu-small.tar.zst"
+    command = [APPLIANCE, "bundle", "--profile", "cpu-small", "--output", str(output)]
+    result = run([*command, "--wheels-from", str(require_wheelhouse()), "--json"])
+    return output, json.loads(result.stdout)
+
+
+@pytest.fixture(scope="session")
+def installed_appliance(
+    cpu_small_bundle: tuple[Path, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
+) -> dict[str, Any]:
+    """The cpu-small bundle installed (≈ 1.5 min) with the network cut off and every network system
+    call recorded: {"prefix", "home", "report" (install --json), "strace_log"}."""
+    from tests.offline_target import APPLIANCE, network_cut, run, traced
+
+    archive, summary = cpu_small_bundle
+    base = tmp_path_factory.mktemp("target")
+    prefix, home, log = base / "opt" / "appliance", base / "var" / "appliance", base / "install.strace"
+    command = [APPLIANCE, "install", str(archive), "--prefix", str(prefix), "--home", str(home), "--no-systemd"]
+    command += ["--manifest-sha256", str(summary["manifest_sha256"]), "--json"]
+    result = run([*traced(log), *network_cut(), *command])
+    return {"prefix": prefix, "home": home, "report": json.loads(result.stdout), "strace_log": log}

