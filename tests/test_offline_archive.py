@@ -210,3 +210,14 @@ def test_member_names_are_plain_relative_paths() -> None:
     for bad in ["", "a//b", "./a", "a/./b", "a\\b", "a\nb", "/abs"]:
         with pytest.raises(BundleError):
             safe_member_name(bad)
+
+
+def test_bad_unit_settings_are_refused_before_anything_is_written(staging: Path, tmp_path: Path) -> None:
+    archive = tmp_path / "b.tgz"
+    _bundle(staging, archive)
+    prefix = tmp_path / "prefix"
+
+    with pytest.raises(BundleError, match="operator_subnet"):
+        install(InstallOptions(archive=archive, prefix=prefix, home=tmp_path / "home", operator_subnet="10.0.0.1/8"))
+
+    assert not prefix.exists()

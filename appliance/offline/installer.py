@@ -184,29 +184,43 @@ def _prepare_home(options: InstallOptions, manifest: Manifest, actions: list[str
         actions.append(f"wrote {config}")
 
 
-def _install_systemd(options: InstallOptions, actions: list[str]) -> None:
-    from appliance.offline.systemd_units import UnitParams, ensure_service_user, install_units, render_units
+def unit_params(options: InstallOptions) -> Any:
+    """The units' parameters, checked before anything is written (a bad subnet names the field)."""
+    from appliance.offline.systemd_units import UnitParams
 
-    params = UnitParams(
-        prefix=options.prefix,
-        home=options.home,
-        docs=options.docs_dir,
-        user=options.user,
-        group=options.user,
-        host=options.host,
-        port=options.port,
-        operator_subnet=options.operator_subnet,
-    )
-    units = render_units(options.prefix / "share" / "systemd", params)
+    try:
+        return UnitParams(
+            prefix=options.prefix,
+            home=options.home,
+            docs=options.docs_dir,
+            user=options.user,
+            group=options.user,
+            host=options.host,
+            port=options.port,
+            operator_subnet=options.operator_subnet,
+        )
+    except ValueError as exc:
+        raise BundleError(f"systemd unit settings: {exc}") from None
+
+
+def _install_systemd(options: InstallOptions, actions: list[str]) -> None:
+    from appliance.offline.systemd_units import UnitInstallError, ensure_service_user, install_units, render_units
+
+    units = render_units(options.prefix / "share" / "systemd", unit_params(options))
     message = ensure_service_user(options.user, options.user, options.home)
     if message:
         actions.append(str(message))
-    actions += install_units(units, options.unit_dir, enable=True)
+    try:
+        actions += install_units(units, options.unit_dir, enable=True)
+    except UnitInstallError as exc:
+        raise BundleError(f"systemd: {exc}") from None
 
 
 def install(options: InstallOptions, progress: Progress = _quiet) -> dict[str, Any]:
     started = time.monotonic()
     timings: dict[str, float] = {}
+    if options.systemd:
+        unit_params(options)
     manifest = verify_archive(options.archive, options.manifest_sha256, progress)
     timings["verify_s"] = round(time.monotonic() - started, 2)
     check_target(manifest, options.python)
@@ -230,7 +244,10 @@ def install(options: InstallOptions, progress: Progress = _quiet) -> dict[str, A
         result["timings_s"] = {**timings, "total_s": round(time.monotonic() - started, 2)}
         return result
 
-    prefix.mkdir(parents=True, exist_ok=True)
+    try:
+        prefix.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise BundleError(f"cannot create the prefix {prefix}: {exc.strerror}") from None
     staging = prefix / f".staging-{os.getpid()}"
     if staging.exists():
         shutil.rmtree(staging)
@@ -258,11 +275,14 @@ def install(options: InstallOptions, progress: Progress = _quiet) -> dict[str, A
             _install_systemd(options, actions)
         else:
             actions.append("systemd units not installed (--no-systemd)")
-    except BaseException:
+    except BaseException as exc:
         for name in SWAPPED:
             _remove(prefix / name)
             if name in moved:
                 (prefix / f"{name}.previous").rename(prefix / name)
+        if isinstance(exc, OSError):  # a full disk, a read-only prefix: one clear line, not a traceback
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise BundleError(f"install failed, previous install kept: {where}{exc.strerror or exc}") from exc
         raise
     finally:
         _remove(staging)
