@@ -46,3 +46,10 @@ class GeneratorBusy(ApplianceError):
 
 class GeneratorError(ApplianceError):
     """The generator failed: a model that does not load, a remote server that errs or times out."""
+
+
+class VectorStoreUnavailable(ApplianceError):
+    """The Chroma server named by vectors.url cannot be reached, does not answer like Chroma, or stopped
+    answering. The CLI exits 1; the API answers 503."""
+
+    exit_code = 1

@@ -156,6 +156,7 @@ def register(cli: click.Group) -> None:
         token rules and the audit chain hold across workers; /metrics counts per worker.
 
         Example: appliance serve --host 0.0.0.0 --port 8080
+
         Example: APPLIANCE_VECTORS_URL=http://127.0.0.1:8000 appliance serve --workers 4
         """
         run_server(serve_settings(current_settings(), host, port), workers)

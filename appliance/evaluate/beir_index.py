@@ -32,7 +32,11 @@ def eval_settings(settings: Settings, folder: Path) -> Settings:
     """The settings of the BEIR folder's own index: the same except for the home."""
     corpus = (folder / "corpus.jsonl").resolve()
     key = hashlib.sha256(str(corpus).encode()).hexdigest()[:12]
-    return settings.model_copy(update={"home": settings.home / "eval" / f"{folder.resolve().name}-{key}"})
+    update: dict[str, object] = {"home": settings.home / "eval" / f"{folder.resolve().name}-{key}"}
+    if settings.vectors.url:  # a shared Chroma server: a collection of its own, or reconciles fight
+        collection = f"{settings.vectors.collection[:40]}-eval-{key}"
+        update["vectors"] = settings.vectors.model_copy(update={"collection": collection})
+    return settings.model_copy(update=update)
 
 
 def _document_sha(doc: BeirDoc) -> str:

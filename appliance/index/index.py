@@ -62,6 +62,14 @@ class Index:
             interrupted_write=interrupted,
         )
 
+    def needs_reconcile(self) -> bool:
+        """What a reindex asks before its work: an interrupted earlier write, or Chroma holding another
+        number of vectors than the catalog has chunks (vectors deleted or wiped behind the catalog's
+        back, e.g. on a Chroma server). Cheap: one count each; `check` compares the id sets."""
+        if self.catalog.get_state(VECTORS_DIRTY) == "1":
+            return True
+        return self.vectors.count() != self.catalog.counts()["chunks"]
+
     def reconcile(self) -> Repair:
         """Make Chroma and FTS5 agree with the catalog. Idempotent; safe after any crash."""
         repair = Repair()

@@ -5,7 +5,8 @@ Crash safety, in order, for each batch of changed documents:
   2. upsert the new chunks' vectors into Chroma (strays are invisible: hits go through the catalog);
   3. replace the documents in the catalog, one transaction (chunks + FTS5 + document rows);
   4. delete the replaced chunks' vectors from Chroma;
-and at the very end clear the dirty mark. A reindex that finds the mark set reconciles first.
+and at the very end clear the dirty mark. A reindex that finds the mark set, or Chroma holding another
+number of vectors than the catalog has chunks (say, a wiped Chroma server), reconciles first.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def reindex(settings: Settings, progress: Progress | None = None, only: list[str
     report = IngestReport()
     with writer_lock(settings.lock_path, settings.index.lock_timeout_s), _open_index(settings) as index:
         catalog = index.catalog
-        if catalog.get_state(VECTORS_DIRTY) == "1":
+        if index.needs_reconcile():
             report.repaired = _repair_json(index.reconcile())
         embedder = load_embedder(settings)
         writer = BatchWriter(index, embedder, report)

@@ -12,10 +12,20 @@ Routes:
 Auth (appliance.server.access): a bearer token whenever any active token exists; without any,
 single-host mode serves loopback clients of a loopback-bound server as admin "local".
 The app holds ONE Answerer (index, embedder, and the generator loaded on first use) for the process.
+
+`create_app_from_environment()` is the factory uvicorn calls in each worker process of
+`appliance serve --workers N`: settings from the environment and the TOML file exactly as the CLI
+loads them (the CLI passes its --host/--port on as APPLIANCE_SERVER_HOST/PORT), and the same bind
+check as `appliance serve`. A Chroma server that cannot be reached is a 503 problem.
 """
 
 from __future__ import annotations
 
+import contextlib
+import logging
+import os
+import sys
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -26,12 +36,14 @@ from fastapi.openapi.utils import get_openapi
 from appliance import __version__
 from appliance.answer.answerer import Answerer
 from appliance.audit import AuditLog
-from appliance.config import Settings
+from appliance.config import Settings, load_settings
+from appliance.errors import ApplianceError
 from appliance.server import routes_admin, routes_answer, routes_openai, routes_ops, routes_ui
 from appliance.server.auth import TokenStore
 from appliance.server.middleware import RequestContextMiddleware
 from appliance.server.problems import install_problem_handlers
 from appliance.server.responses import ApplianceJSONResponse
+from appliance.server.security import check_bind_allowed
 from appliance.server.state import AppState
 
 DESCRIPTION = """Offline question answering over standard operating procedures.
@@ -59,6 +71,20 @@ def _add_bearer_scheme(app: FastAPI) -> None:
         return schema
 
     app.openapi = openapi  # type: ignore[method-assign]
+
+
+# What `appliance serve` logs with; the process id tells the workers of `--workers N` apart.
+LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s[%(process)d]: %(message)s"
+# uvicorn's exit status for a worker that cannot start: its supervisor then stops instead of
+# restarting it forever (uvicorn.config.STARTUP_FAILURE).
+STARTUP_FAILURE = 3
+
+
+def configure_server_logging() -> None:
+    """INFO lines with the process id; httpx's line per HTTP request (to a Chroma server, to an
+    OpenAI-compatible generator) only from WARNING up, or it would outnumber the requests served."""
+    logging.basicConfig(level=logging.INFO, format=LOG_FORMAT)
+    logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 def create_app(settings: Settings, *, answerer: Answerer | None = None) -> FastAPI:
@@ -96,3 +122,35 @@ def create_app(settings: Settings, *, answerer: Answerer | None = None) -> FastA
     app.add_middleware(RequestContextMiddleware, state=state)
     _add_bearer_scheme(app)
     return app
+
+
+def _thread_only_progress_lock() -> None:
+    """tqdm (sentence-transformers runs a disabled progress bar per encode) makes a multiprocessing
+    lock on first use; in a uvicorn worker that named semaphore outlives the worker and the parent
+    warns about "leaked semaphore objects" at every shutdown. Threads are all a worker needs."""
+    with contextlib.suppress(ImportError):
+        from tqdm import tqdm
+
+        tqdm.set_lock(threading.RLock())
+
+
+def create_app_from_environment() -> FastAPI:
+    """The app of one `appliance serve --workers N` worker (uvicorn calls this factory in each process).
+
+    Settings come from APPLIANCE_* and the TOML file, as the CLI reads them; the bind check of
+    `appliance serve` runs again here, so no worker listens on the network without a token. A
+    worker that cannot start logs one line and exits with uvicorn's startup-failure status, which
+    stops the supervisor instead of restarting the worker in a loop.
+    """
+    configure_server_logging()
+    _thread_only_progress_lock()
+    try:
+        settings = load_settings()
+        check_bind_allowed(settings, settings.server.host)
+        return create_app(settings)
+    except ApplianceError as exc:
+        logging.getLogger("appliance.server").error("worker %d cannot start: %s", os.getpid(), exc)
+        sys.exit(STARTUP_FAILURE)
+    except Exception:  # a bug or an unreadable file: same exit, with the traceback for the administrator
+        logging.getLogger("appliance.server").exception("worker %d cannot start", os.getpid())
+        sys.exit(STARTUP_FAILURE)

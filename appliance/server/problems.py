@@ -24,6 +24,7 @@ from appliance.errors import (
     GeneratorError,
     IndexBusy,
     ModelNotFound,
+    VectorStoreUnavailable,
 )
 from appliance.server.responses import dumps
 
@@ -119,6 +120,8 @@ def problem_for_error(exc: BaseException) -> Problem:
         return Problem(409, str(exc), title="Index busy")
     if isinstance(exc, ModelNotFound):
         return Problem(503, str(exc), title="Model not installed")
+    if isinstance(exc, VectorStoreUnavailable):
+        return Problem(503, str(exc), title="Vector store unavailable")
     if isinstance(exc, ConfigError):
         return Problem(500, str(exc), title="Configuration error")
     if isinstance(exc, ApplianceError):
