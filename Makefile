@@ -83,11 +83,12 @@ run: install models
 	$(BIN)/appliance serve --host 127.0.0.1 --port $(PORT)
 
 # Benchmarks print figures side by side with the naive alternative; they are slow (see each script).
-bench: install models
+bench: install models wheelhouse
 	$(BIN)/python scripts/bench_ingest.py
 	$(BIN)/python scripts/bench_retrieval.py
 	$(BIN)/python scripts/bench_answers.py
 	$(BIN)/python scripts/bench_api.py
+	$(BIN)/python scripts/bench_bundle.py
 
 PROFILE ?= cpu-small
 

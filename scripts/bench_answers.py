@@ -189,11 +189,17 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=0, help="Questions per set (0 = all).")
     parser.add_argument("--no-naive", action="store_true", help="Skip the naive pipeline (halves the run time).")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--runbooks-set", choices=["heldout", "tune"], default="heldout", help="tune: the questions to tune on."
+    )
     args = parser.parse_args()
     results: dict[str, Any] = {}
     for name in args.sets.split(","):
         roots, qa = (
-            (sorted(p for p in RUNBOOKS.iterdir() if p.is_dir()), REPO / "scripts/qa/runbooks_heldout.jsonl")
+            (
+                sorted(p for p in RUNBOOKS.iterdir() if p.is_dir()),
+                REPO / f"scripts/qa/runbooks_{args.runbooks_set}.jsonl",
+            )
             if name == "runbooks"
             else ([REPO / "docs_corpus"], REPO / "scripts/qa/demo_corpus.jsonl")
         )
