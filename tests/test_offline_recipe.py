@@ -169,3 +169,14 @@ def test_an_unpinned_hf_source_is_refused_unless_allowed(tmp_path: Path) -> None
     assert not spec.pinned
     with pytest.raises(BundleError, match=r"not pinned.*--allow-unpinned"):
         fetch_model(spec, ModelStore(tmp_path / "s"), recipe_dir=tmp_path)
+
+
+def test_bundling_the_same_inputs_twice_gives_the_same_manifest(tmp_path: Path) -> None:
+    """Models, wheels (the appliance's own rebuilt with a fixed SOURCE_DATE_EPOCH), units and docs alike."""
+    wheels = WHEELHOUSE if any(WHEELHOUSE.glob("torch-*.whl")) else pytest.fail("run `make wheelhouse`")
+    first, second = (
+        build_bundle(BundleOptions(profile="cpu-tiny", output=tmp_path / run / "b.tar.zst", wheels_from=wheels))
+        for run in ("1", "2")
+    )
+    assert first.manifest.raw == second.manifest.raw
+    assert first.output.read_bytes() == second.output.read_bytes()
