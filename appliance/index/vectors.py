@@ -100,6 +100,27 @@ def _reason(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
 
 
+def _warn_if_configured_otherwise(collection: Any, settings: VectorSettings) -> None:
+    """Chroma keeps the HNSW parameters a collection was created with: say so when settings differ."""
+    try:
+        stored = collection.configuration_json.get("hnsw") or {}
+    except Exception:  # an older server without configuration_json: nothing to compare
+        return
+    wanted = {
+        "max_neighbors": settings.hnsw_max_neighbors,
+        "ef_construction": settings.hnsw_ef_construction,
+        "ef_search": settings.hnsw_ef_search,
+    }
+    differing = {key: (stored.get(key), value) for key, value in wanted.items() if stored.get(key) not in (None, value)}
+    if differing:
+        log.warning(
+            "the Chroma collection %r was created with other HNSW parameters (%s); they stay until the "
+            "collection is rebuilt: see docs/scaling.md",
+            settings.collection,
+            ", ".join(f"{key} {old} ≠ setting {new}" for key, (old, new) in differing.items()),
+        )
+
+
 class VectorIndex:
     def __init__(self, settings: VectorSettings, local_path: Path) -> None:
         import chromadb
@@ -170,7 +191,7 @@ class VectorIndex:
             log.warning("could not set a request timeout on the Chroma HttpClient")
 
     def _open_collection(self) -> Any:
-        return self.client.get_or_create_collection(
+        collection = self.client.get_or_create_collection(
             name=self.settings.collection,
             embedding_function=None,  # the default one would download a model
             configuration={
@@ -182,6 +203,8 @@ class VectorIndex:
                 }
             },
         )
+        _warn_if_configured_otherwise(collection, self.settings)
+        return collection
 
     @contextlib.contextmanager
     def _server_errors(self) -> Iterator[None]:
