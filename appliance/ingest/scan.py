@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from stat import S_ISFIFO, S_ISREG
 
 
 @dataclass(frozen=True)
@@ -44,6 +45,13 @@ def scan_source(source: Path, *, follow_symlinks: bool = False) -> list[FoundFil
 
 
 def _found(path: Path, display: str, follow_symlinks: bool) -> FoundFile:
+    undecodable = _undecodable_byte(display)
+    if undecodable is not None:
+        # Python keeps such a name as lone surrogates, which neither SQLite, the chunk ids nor the
+        # terminal can take: name the file with its byte escaped, and leave it out.
+        shown = display.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+        reason = f"file name is not valid UTF-8 (byte 0x{undecodable:02x}): rename the file to index it"
+        return FoundFile(shown, path, 0, 0.0, skip=reason)
     if path.is_symlink() and not follow_symlinks:
         try:
             target = path.resolve(strict=True)
@@ -56,7 +64,19 @@ def _found(path: Path, display: str, follow_symlinks: bool) -> FoundFile:
         stat = path.stat()
     except OSError as exc:
         return FoundFile(display, path, 0, 0.0, f"cannot read file metadata ({_reason(exc)})")
+    if not S_ISREG(stat.st_mode):
+        # A named pipe would block the reader (and the writer lock) until someone writes to it.
+        kind = "a named pipe" if S_ISFIFO(stat.st_mode) else "a socket or device"
+        return FoundFile(display, path, 0, 0.0, skip=f"not a regular file ({kind}): left alone")
     return FoundFile(display, path, stat.st_size, stat.st_mtime)
+
+
+def _undecodable_byte(name: str) -> int | None:
+    """The first byte of a file name that is not UTF-8 (os.walk hands it over as a lone surrogate)."""
+    for char in name:
+        if "\udc80" <= char <= "\udcff":
+            return ord(char) - 0xDC00
+    return None
 
 
 def _reason(exc: BaseException) -> str:

@@ -1,0 +1,76 @@
+"""Hostile inputs, all in ONE `appliance ingest` run (tests/test_loaders.py checks each loader's reason
+one file at a time): zero-byte, a sparse 200 MB text file, binary with a .md suffix, NUL bytes, invalid
+UTF-8, UTF-16 with a BOM, Latin-1 HTML, a broken-xref / truncated / encrypted / fake / text-less PDF, a
+zip-bomb and a fake .docx, HTML with scripts 10,000 deep, 10,000 Markdown headings and 10,000 quote
+levels, a 30 KB word, file names with a newline, spaces, non-ASCII, 255 bytes and invalid UTF-8, a
+symlink loop and a dangling link, a named pipe, an unsupported type and a mode-000 file.
+
+Root reads any file whatever its mode, so the run goes as uid 65534 through setpriv when the tests run
+as root (the work folder is made under /tmp, reachable by that user). Each file must end indexed (and
+be found by a search for its own word) or be reported with its reason; the run must exit 0; its own
+peak RSS (wait4) must stay bounded (scripts/reliability/hostile.py).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from appliance.ingest.scan import scan_source
+from scripts.reliability.hostile import HostileReport, hostile_workdir, remove_workdir, run_hostile_ingest
+
+GIB = 1024**3
+
+
+@pytest.fixture(scope="module")
+def hostile() -> Iterator[HostileReport]:
+    work = hostile_workdir()
+    try:
+        yield run_hostile_ingest(work)
+    finally:
+        remove_workdir(work)
+
+
+@pytest.mark.slow
+def test_one_ingest_over_every_kind_of_hostile_file(hostile: HostileReport) -> None:
+    report = hostile
+    print(
+        f"\n{report.files} files of {report.kinds} kinds in {report.seconds:.1f} s, peak RSS "
+        f"{report.peak_rss_bytes / 2**20:.0f} MB, {report.permission_case}"
+    )
+    for outcome in report.outcomes:
+        mark = "ok " if outcome.ok else "BAD"
+        print(f"  {mark} {outcome.kind:32} {outcome.file!r:48} {outcome.status}: {outcome.reason}")
+    assert report.returncode == 0, report.stderr_tail
+    assert not report.problems, report.problems
+    assert [outcome for outcome in report.outcomes if not outcome.ok] == []
+    assert report.kinds - 1 >= 15, "at least 15 hostile kinds besides the good files"
+    assert report.good_indexed == report.good_total == 5, "every good file is still indexed"
+    # torch + the embedder take ~0.9 GB; a file read whole (the 200 MB one) or a zip bomb inflated would show.
+    assert report.peak_rss_bytes < 2 * GIB
+    if os.geteuid() == 0 and shutil.which("setpriv"):
+        assert report.unprivileged, report.permission_case
+    unreadable = [outcome for outcome in report.outcomes if outcome.kind.startswith("unreadable")]
+    assert unreadable or report.permission_case.startswith("not tested"), report.permission_case
+
+
+@pytest.mark.slow
+def test_a_named_pipe_in_a_source_folder_is_never_opened(hostile: HostileReport) -> None:
+    assert not hostile.fifo_opened
+
+
+def test_a_file_name_that_is_not_utf8_is_skipped_with_its_reason(tmp_path: Path) -> None:
+    root = tmp_path / "sops"
+    root.mkdir()
+    (root / os.fsdecode(b"caf\xe9.md")).write_bytes(b"# Cafe\n\ntext\n")
+    (root / "good.md").write_text("# Good\n\ntext\n")
+    found = {item.display_path: item for item in scan_source(root)}
+    assert set(found) == {"sops/caf\\xe9.md", "sops/good.md"}
+    odd = found["sops/caf\\xe9.md"]
+    assert odd.skip == "file name is not valid UTF-8 (byte 0xe9): rename the file to index it"
+    odd.display_path.encode("utf-8")  # printable, storable: no lone surrogate left
+    assert found["sops/good.md"].skip is None and found["sops/good.md"].error is None

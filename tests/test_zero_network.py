@@ -1,0 +1,119 @@
+"""Zero network: the installed appliance's whole life under strace contacts nothing but loopback.
+
+The install itself ran under strace with the network cut off (the `installed_appliance` fixture, shared
+with tests/test_offline_install.py); here the installed `prefix/bin/appliance` ingests, serves (plain
+strace, no namespace: the client must reach it on 127.0.0.1), answers a real question with the installed
+Qwen model, refuses another, searches, reindexes and reports its status — each process traced with
+every connect, sendto, sendmsg, sendmmsg and bind of every thread and child. The guard's parser is
+itself proven on code that does reach out (a TEST-NET connect, a posthog look-up, a huggingface_hub
+call). The harness: scripts/reliability/netguard.py and zero_network.py.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from scripts.reliability.netguard import parse_line, parse_log
+from scripts.reliability.security import find_leaks, log_files
+from scripts.reliability.zero_network import offender_report, run_lifecycle
+
+RESOLVERS = {"10.255.255.53"}
+
+
+def verdict(line: str) -> tuple[str, str | None, int | None]:
+    event = parse_line(line, RESOLVERS)
+    assert event is not None, line
+    return event.verdict, event.address, event.port
+
+
+def test_the_parser_classifies_every_shape_of_strace_line() -> None:
+    inet = 'connect(7, {sa_family=AF_INET, sin_port=htons(%d), sin_addr=inet_addr("%s")}, 16) = %s'
+    inet6 = (
+        'sendto(6<UDPv6:[5]>, "y", 1, 0, {sa_family=AF_INET6, sin6_port=htons(%d), sin6_flowinfo=htonl(0), '
+        'inet_pton(AF_INET6, "%s", &sin6_addr), sin6_scope_id=0}, 28) = 1'
+    )
+    assert verdict("12 " + inet % (8080, "127.0.0.1", "0")) == ("allowed", "127.0.0.1", 8080)
+    assert verdict("12 " + inet % (8080, "127.3.4.5", "0"))[0] == "allowed"
+    # us.i.posthog.com and huggingface.co resolve to public addresses: any such connect is named.
+    assert verdict("12 " + inet % (443, "44.198.60.97", "-1 EINPROGRESS (Operation now in progress)"))[0] == "violation"
+    assert verdict("12 " + inet % (53, "127.0.0.53", "0"))[0] == "dns", "a stub resolver is still DNS"
+    assert verdict("12 " + inet % (853, "10.255.255.53", "0"))[0] == "dns", "a nameserver on any port"
+    assert verdict("12 " + inet6 % (9, "::1"))[0] == "allowed"
+    assert verdict("12 " + inet6 % (9, "::ffff:127.0.0.1"))[0] == "allowed"
+    assert verdict("12 " + inet6 % (443, "::ffff:8.8.8.8"))[0] == "violation"
+    assert verdict("12 " + inet6 % (443, "2606:4700::6810:84e5"))[0] == "violation"
+    unix = '12 connect(3, {sa_family=AF_UNIX, sun_path="/var/run/nscd/socket"}, 110) = -1 ENOENT (No such file)'
+    assert verdict(unix) == ("allowed", "/var/run/nscd/socket", None)  # users and groups: torch asks getpwuid
+    resolved = '12 connect(3, {sa_family=AF_UNIX, sun_path="/run/systemd/resolve/io.systemd.Resolve"}, 110) = 0'
+    assert verdict(resolved)[0] == "dns"
+    assert (
+        verdict("12 bind(7<NETLINK:[1]>, {sa_family=AF_NETLINK, nl_pid=0, nl_groups=00000000}, 12) = 0")[0] == "allowed"
+    )
+    assert verdict("12 " + inet.replace("connect", "bind") % (0, "0.0.0.0", "0"))[0] == "allowed"
+    assert verdict("12 " + inet.replace("connect", "bind") % (8080, "0.0.0.0", "0"))[0] == "violation"
+    assert verdict("12 connect(3, {sa_family=AF_PACKET, sll_protocol=htons(ETH_P_ALL)}, 20) = 0")[0] == "violation"
+    # A send on a socket connected earlier names its peer only through -yy: still attributed.
+    connected = '12 sendto(4<TCP:[192.0.2.2:41494->203.0.113.9:443]>, "\\26\\3\\1", 3, MSG_NOSIGNAL, NULL, 0) = 3'
+    assert verdict(connected) == ("violation", "203.0.113.9", 443)
+    unfinished = "12 " + (inet % (443, "203.0.113.9", "")).removesuffix(") = ") + " <unfinished ...>"
+    assert verdict(unfinished)[0] == "violation"
+    assert parse_line("12 <... connect resumed>) = 0", RESOLVERS) is None
+    assert parse_line('12 openat(AT_FDCWD, "/etc/hosts", O_RDONLY) = 3', RESOLVERS) is None
+    query = (
+        "12 sendmmsg(7<UDP:[192.0.2.2:46466->10.255.255.53:53]>, [{msg_hdr={msg_name=NULL, msg_namelen=0, "
+        'msg_iov=[{iov_base="\\252\\266\\1\\0\\0\\1\\0\\0\\0\\0\\0\\0\\2us\\1i\\7posthog\\3com\\0\\0\\1\\0\\1", '
+        "iov_len=34}], msg_iovlen=1}, msg_len=34}], 1, MSG_NOSIGNAL) = 1"
+    )
+    event = parse_line(query, RESOLVERS)
+    assert event is not None and event.verdict == "dns" and event.dns_name == "us.i.posthog.com"
+
+
+def test_the_guard_catches_deliberate_offenders(tmp_path: Path) -> None:
+    reports = offender_report(tmp_path)
+    for name, report in reports.items():
+        assert not report.ok, f"{name} reached out and the guard missed it"
+    raw = reports["raw-connect"]
+    assert [event.target for event in raw.violations] == ["AF_INET 203.0.113.1:443"]
+    assert "203.0.113.1" in raw.describe() and "connect(" in raw.describe(), "the message quotes the syscall line"
+    assert "us.i.posthog.com" in {event.dns_name for event in reports["posthog-lookup"].dns}
+    hub = reports["huggingface-hub"]
+    assert "huggingface.co" in {event.dns_name for event in hub.dns}
+    assert "asks for huggingface.co" in hub.describe()
+
+
+@pytest.mark.slow
+def test_the_installed_appliance_contacts_nothing_but_loopback(
+    installed_appliance: dict[str, Any], tmp_path: Path
+) -> None:
+    install = parse_log(installed_appliance["strace_log"])
+    assert install.ok, install.describe()
+
+    life = run_lifecycle(
+        installed_appliance["prefix"],
+        installed_appliance["home"],
+        tmp_path / "life",
+        install_log=installed_appliance["strace_log"],
+    )
+    report = life.report
+    counts = report.counts()
+    print("\nnetwork system calls by family and address:", dict(counts), dict(report.by_syscall()))
+    assert report.ok, report.describe()
+    # The guard really watched the server: its answers went out on loopback sockets.
+    assert counts["AF_INET 127.0.0.1"] > 0 and report.by_syscall()["sendto"] > 0
+    assert {event.family for event in report.events} <= {"AF_INET", "AF_INET6", "AF_UNIX", "AF_NETLINK", "AF_UNSPEC"}
+
+    assert life.steps["ingest"]["added"] == 3 and not life.steps["ingest"]["failed"]
+    assert life.search_hits > 0
+    assert life.refusal["refused"] is True
+    answer = life.answer
+    assert answer["refused"] is False and answer["model"] == "qwen2.5-coder-1.5b-instruct"
+    assert answer["generation"]["completion_tokens"] > 0 and answer["answer"].strip()
+    assert (life.steps["reindex"]["updated"], life.steps["reindex"]["removed"]) == (1, 1)
+    assert life.steps["status"]["consistent"] is True
+    assert life.steps["serve_exit"] in (0, -15, 143)
+
+    scanned, leaks = find_leaks(log_files(tmp_path / "life"), [], [answer["answer"]])
+    assert scanned >= 2 and not leaks, leaks  # serve.log and the audit file at least
