@@ -53,6 +53,20 @@ def test_insufficient_evidence_is_refused_without_calling_the_model(indexed: Set
     assert set(result.timings_ms) == {"retrieve", "total"}
 
 
+class CharacterCountingGenerator(ExplodingGenerator):
+    def count_tokens(self, text: str) -> int:
+        return len(text)  # a token per character: not even the best passage fits a small budget
+
+
+def test_a_budget_too_small_for_any_source_is_a_refusal_without_calling_the_model(indexed: Settings) -> None:
+    tight = indexed.model_copy(update={"answer": indexed.answer.model_copy(update={"max_prompt_tokens": 256})})
+    answerer = Answerer(tight, generator=CharacterCountingGenerator(""))  # type: ignore[arg-type]
+    result = answerer.ask("What do I close before the cylinder change?")
+    assert result.refused and result.answer == REFUSAL and result.model is None
+    assert "answer.max_prompt_tokens" in (result.refusal_reason or "")
+    assert result.evidence and all(item.n is None for item in result.evidence)
+
+
 def test_evidence_comes_first_then_tokens_then_the_checked_result(indexed: Settings) -> None:
     generator = ScriptedGenerator("Close VLV-3042-B until the gauge reads zero [1].")
     events = list(Answerer(indexed, generator=generator).events("What do I close before the cylinder change?"))  # type: ignore[arg-type]

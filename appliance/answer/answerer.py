@@ -149,6 +149,19 @@ class Answerer:
             budget_tokens=budget,
             max_sources=max_sources,
         )
+        if not prompt.sources:
+            # Not even the best passage fits: a model asked without sources can only invent an answer.
+            closest = [
+                self._evidence_item(question, None, hit, rows[hit.chunk_id]) for hit in found.hits[:REFUSAL_CLOSEST]
+            ]
+            yield AnswerEvent("evidence", evidence=closest)
+            timings["total"] = _ms(started)
+            reason = (
+                f"no passage fits the prompt budget of {budget} tokens "
+                "(settings answer.max_prompt_tokens, generator.n_ctx, generator.max_tokens)"
+            )
+            yield AnswerEvent("done", result=self._refusal(question, closest, timings, reason))
+            return
         evidence = [
             self._evidence_item(question, source.n, _hit_of(found.hits, source), source.chunk, source.text)
             for source in prompt.sources
