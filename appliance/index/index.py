@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import contextlib
 from dataclasses import dataclass, field
-from pathlib import Path
 
 from appliance.config import Settings
 from appliance.faults import crash_point
@@ -32,42 +30,17 @@ class Repair:
     fts_rebuilt: bool = False
 
 
-def _drop_local_chroma_system(path: Path) -> None:
-    """Stop the process's cached Chroma system for this folder, so the next client loads it from disk."""
-    from chromadb.api.shared_system_client import SharedSystemClient
-
-    identifier = str(path)
-    system = SharedSystemClient._identifier_to_system.pop(identifier, None)
-    SharedSystemClient._identifier_to_refcount.pop(identifier, None)
-    if system is not None:
-        with contextlib.suppress(Exception):  # already stopped, or half-started: nothing left to release
-            system.stop()
-
-
 class Index:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.catalog = Catalog(settings.catalog_path)
         self._vectors: VectorIndex | None = None
-        self._catalog_version: int | None = None
 
     @property
     def vectors(self) -> VectorIndex:
-        local = not self.settings.vectors.url
-        version = self._data_version() if local else None
-        if self._vectors is not None and version != self._catalog_version:
-            # Another process committed to the catalog (appliance-reindex.service): a local Chroma
-            # client keeps its HNSW graph in memory and would never see the vectors that process wrote.
-            self._vectors = None
-            _drop_local_chroma_system(self.settings.chroma_path)
         if self._vectors is None:
             self._vectors = VectorIndex(self.settings.vectors, self.settings.chroma_path)
-            self._catalog_version = version
         return self._vectors
-
-    def _data_version(self) -> int:
-        # SQLite's data_version changes when another connection commits, never for our own writes.
-        return int(self.catalog.conn.execute("PRAGMA data_version").fetchone()[0])
 
     def close(self) -> None:
         self.catalog.close()
