@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.metadata as metadata
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -19,9 +18,9 @@ from appliance.offline.manifest import BundleError
 from appliance.offline.recipe import ModelSpec, load_recipe
 from appliance.offline.sources import fetch_model
 from tests.fake_hub import FakeHub, FakeRepo, build_tiny_sentence_transformer, repo_from_folder, serve_fake_hub
+from tests.offline_target import require_wheelhouse
 
 RECIPE = PROJECT_ROOT / "bundle" / "models.toml"
-WHEELHOUSE = Path(os.environ.get("APPLIANCE_WHEELHOUSE", Path.home() / ".cache" / "appliance" / "wheelhouse"))
 
 
 def test_every_profile_of_the_shipped_recipe_is_complete_and_consistent() -> None:
@@ -106,8 +105,6 @@ def hub(tmp_path_factory: pytest.TempPathFactory) -> Iterator[FakeHub]:
 
 def test_a_bundle_from_pypi_hf_and_path_sources(hub: FakeHub, tmp_path: Path) -> None:
     """The hf: model arrives through the hub at its pinned commit; path: and pypi: beside it."""
-    if not any(WHEELHOUSE.glob("torch-*.whl")):
-        pytest.fail(f"no wheelhouse at {WHEELHOUSE}: run `make wheelhouse`")
     repo: FakeRepo = hub.repos["acme/tiny-reranker"]
     gguf = tmp_path / "tiny.gguf"
     gguf.write_bytes(b"GGUF" + bytes(1000))
@@ -145,7 +142,7 @@ def test_a_bundle_from_pypi_hf_and_path_sources(hub: FakeHub, tmp_path: Path) ->
             output=tmp_path / "mixed.tar.gz",
             recipe=recipe,
             compression="gzip",
-            wheels_from=WHEELHOUSE,
+            wheels_from=require_wheelhouse(),
             hf_endpoint=hub.endpoint,
         )
     )
@@ -173,7 +170,7 @@ def test_an_unpinned_hf_source_is_refused_unless_allowed(tmp_path: Path) -> None
 
 def test_bundling_the_same_inputs_twice_gives_the_same_manifest(tmp_path: Path) -> None:
     """Models, wheels (the appliance's own rebuilt with a fixed SOURCE_DATE_EPOCH), units and docs alike."""
-    wheels = WHEELHOUSE if any(WHEELHOUSE.glob("torch-*.whl")) else pytest.fail("run `make wheelhouse`")
+    wheels = require_wheelhouse()
     first, second = (
         build_bundle(BundleOptions(profile="cpu-tiny", output=tmp_path / run / "b.tar.zst", wheels_from=wheels))
         for run in ("1", "2")

@@ -221,18 +221,17 @@ def build_bundle(options: BundleOptions, progress: Progress = lambda _: None) ->
             progress=progress,
         )
         seconds["wheels"] = round(time.monotonic() - mark, 2)
-        for folder, source in (("systemd", options.project_root / "systemd"), ("recipe", None)):
-            (staging / folder).mkdir()
-            if source is not None:
-                for unit in sorted(source.glob("appliance*")):
-                    shutil.copy2(unit, staging / folder / unit.name)
+        (staging / "systemd").mkdir()
+        for unit in sorted((options.project_root / "systemd").glob("appliance*")):
+            shutil.copy2(unit, staging / "systemd" / unit.name)
+        (staging / "recipe").mkdir()
         shutil.copy2(options.recipe, staging / "recipe" / "models.toml")
         shutil.copy2(options.lock, staging / "recipe" / "requirements.lock")
         _copy_docs(options.project_root, staging / "docs")
         write_bootstrap(options.project_root, staging / "install.pyz")
         build = _build_facts(options.gpu)
         (staging / "INSTALL.txt").write_text(_install_text(output.name, build["python_tag"]), encoding="utf-8")
-        meta = {
+        meta: dict[str, Any] = {
             "appliance_version": appliance.__version__,
             "profile": {
                 "name": profile.name,
@@ -245,11 +244,10 @@ def build_bundle(options: BundleOptions, progress: Progress = lambda _: None) ->
             "versions": wheel_versions(wheels),
             "build": build,
         }
-        # The reference config is rendered with a placeholder prefix; the installer writes the real one.
+        # The reference config is rendered with the default prefix; the installer writes the real one.
         (staging / "config").mkdir()
-        draft = Manifest(data={"profile": meta["profile"]}, raw=b"")
         (staging / "config" / "appliance.toml").write_text(
-            render_config(draft, Path("/opt/appliance")), encoding="utf-8"
+            render_config(meta["profile"], Path("/opt/appliance")), encoding="utf-8"
         )
         manifest = build_manifest(staging, meta)
         mark = time.monotonic()

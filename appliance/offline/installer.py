@@ -16,9 +16,7 @@ pip installed (each wheel's RECORD hashes).
 
 from __future__ import annotations
 
-import base64
 import csv
-import hashlib
 import json
 import os
 import platform
@@ -32,7 +30,14 @@ from pathlib import Path
 from typing import Any
 
 from appliance.offline.archive import extract_archive, verify_archive
-from appliance.offline.manifest import MANIFEST_NAME, BundleError, Manifest, parse_manifest, verify_tree
+from appliance.offline.manifest import (
+    MANIFEST_NAME,
+    BundleError,
+    Manifest,
+    parse_manifest,
+    record_digest,
+    verify_tree,
+)
 
 Progress = Callable[[str], None]
 SWAPPED = ("venv", "models", "share")
@@ -132,9 +137,8 @@ def _toml_value(value: Any) -> str:
     return json.dumps(str(value))
 
 
-def render_config(manifest: Manifest, prefix: Path) -> str:
+def render_config(profile: dict[str, Any], prefix: Path) -> str:
     """The installed appliance.toml: the model store of this prefix plus the profile's settings."""
-    profile = manifest.data.get("profile", {})
     lines = [
         f"# Written by `appliance install` (profile {profile.get('name', '?')}). Edit freely: a re-install",
         "# keeps this file. Every setting and its default: appliance config show",
@@ -180,7 +184,7 @@ def _prepare_home(options: InstallOptions, manifest: Manifest, actions: list[str
     if config.exists():
         actions.append(f"kept {config}")
     else:
-        config.write_text(render_config(manifest, options.prefix), encoding="utf-8")
+        config.write_text(render_config(manifest.data.get("profile", {}), options.prefix), encoding="utf-8")
         actions.append(f"wrote {config}")
 
 
@@ -323,11 +327,7 @@ def _record_problems(site_packages: Path, dist_info: Path) -> list[str]:
             if not path.is_file():
                 problems.append(f"venv: {row[0]} is missing ({dist_info.name})")
                 continue
-            digest = hashlib.sha256()
-            with path.open("rb") as source:
-                while block := source.read(1 << 20):
-                    digest.update(block)
-            if base64.urlsafe_b64encode(digest.digest()).rstrip(b"=").decode() != row[1][7:]:
+            if record_digest(path) != row[1].removeprefix("sha256="):
                 problems.append(f"venv: {row[0]} differs from what pip installed ({dist_info.name})")
     return problems
 

@@ -8,6 +8,7 @@ same bytes; its own sha256 is the bundle's identity (`appliance bundle` prints i
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import posixpath
@@ -50,12 +51,21 @@ class Manifest:
         return str(self.data["appliance_version"])
 
 
-def sha256_of(path: Path, chunk_size: int = 1 << 20) -> str:
+def _sha256(path: Path, chunk_size: int = 1 << 20) -> hashlib._Hash:
     digest = hashlib.sha256()
     with path.open("rb") as handle:
         while block := handle.read(chunk_size):
             digest.update(block)
-    return digest.hexdigest()
+    return digest
+
+
+def sha256_of(path: Path) -> str:
+    return _sha256(path).hexdigest()
+
+
+def record_digest(path: Path) -> str:
+    """The sha256 as a wheel's RECORD writes it (urlsafe base64, no padding)."""
+    return base64.urlsafe_b64encode(_sha256(path).digest()).rstrip(b"=").decode()
 
 
 def safe_member_name(name: str) -> str:

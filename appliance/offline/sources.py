@@ -9,10 +9,8 @@ size + sha256 pins: a missing, extra or different file stops the build.
 
 from __future__ import annotations
 
-import base64
 import csv
 import fnmatch
-import hashlib
 import importlib.metadata as metadata
 import io
 import shutil
@@ -25,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from appliance.models.store import ModelStore, StoredModel, sha256_file
-from appliance.offline.manifest import BundleError
+from appliance.offline.manifest import BundleError, record_digest
 from appliance.offline.recipe import ModelSpec
 
 Progress = Callable[[str], None]
@@ -51,19 +49,6 @@ def _record_hashes(lines: list[list[str]]) -> dict[str, str]:
     return hashes
 
 
-def _record_digest(path: Path) -> str:
-    raw = hashlib.sha256(path.read_bytes()).digest() if path.stat().st_size < 1 << 26 else _big_digest(path)
-    return base64.urlsafe_b64encode(raw).rstrip(b"=").decode()
-
-
-def _big_digest(path: Path) -> bytes:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-    return digest.digest()
-
-
 def _installed_files(name: str, version: str) -> list[_PackageFile] | None:
     try:
         dist = metadata.distribution(name)
@@ -80,7 +65,7 @@ def _installed_files(name: str, version: str) -> list[_PackageFile] | None:
             continue
         path = Path(str(dist.locate_file(entry)))
         expected = hashes.get(relative)
-        if expected is not None and path.is_file() and _record_digest(path) != expected:
+        if expected is not None and path.is_file() and record_digest(path) != expected:
             raise BundleError(f"installed package {name}=={version}: {relative} differs from its RECORD hash")
         files.append(_PackageFile(relative, path))
     return files
@@ -109,7 +94,7 @@ def _wheel_files(name: str, version: str, scratch: Path, wheels_from: Path | Non
             with wheel.open(member) as source, target.open("wb") as sink:
                 shutil.copyfileobj(source, sink)
             expected = hashes.get(member.filename)
-            if expected is not None and _record_digest(target) != expected:
+            if expected is not None and record_digest(target) != expected:
                 raise BundleError(f"wheel {wheels[0].name}: {member.filename} differs from its RECORD hash")
             files.append(_PackageFile(member.filename, target))
     return files
