@@ -163,9 +163,16 @@ class GeneratorSettings(Section):
 
 
 class AnswerSettings(Section):
-    max_sources: int = Field(4, ge=1, le=50, description="Most retrieved passages given to the model as sources.")
+    max_sources: int = Field(6, ge=1, le=50, description="Most retrieved chunks given to the model.")
+    window_chunks: int = Field(
+        2,
+        ge=0,
+        le=20,
+        description="Chunks that follow each retrieved chunk in its document, given with it as one source "
+        "(0: the retrieved chunks alone).",
+    )
     max_prompt_tokens: int = Field(
-        1400,
+        1100,
         ge=256,
         le=131072,
         description="Prompt budget in tokens (also capped by generator.n_ctx minus generator.max_tokens): "

@@ -102,7 +102,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     generated = [r for r in rows if r.get("first_token_ms")]
 
     def share(items: list[dict[str, Any]], key: str) -> float | None:
-        return round(sum(1 for r in items if r[key]) / len(items), 3) if items else None
+        return round(sum(1 for r in items if r.get(key)) / len(items), 3) if items else None
 
     prefill = [r["prefill_ms"] for r in generated if r.get("prefill_ms")]
     first = [r["first_token_ms"] for r in generated]
@@ -111,6 +111,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "questions": len(rows),
         "keyphrase_hit_rate": share(answerable, "hit"),
         "gold_file_in_context": share(answerable, "gold_in_context"),
+        "keyphrases_in_context": share(answerable, "phrases_in_context"),
         "answerable_refused": share(answerable, "refused"),
         "unanswerable_declined": share(unanswerable, "refused"),
         "refusal_precision": round(
@@ -140,6 +141,7 @@ def run_set(name: str, items: list[QAItem], answerer: Answerer, naive: NaivePipe
     for item in items:
         result = answerer.ask(item.question)
         context_files = {e.path for e in result.evidence if e.n is not None}
+        context_text = "\n".join(e.text for e in result.evidence if e.n is not None)
         ours.append(
             {
                 "id": item.id,
@@ -147,11 +149,19 @@ def run_set(name: str, items: list[QAItem], answerer: Answerer, naive: NaivePipe
                 "refused": result.refused,
                 "hit": item.answerable and not result.refused and holds_all(result.answer, item.answer_keyphrases),
                 "gold_in_context": bool(context_files & set(item.gold_files)),
+                # Separates a retrieval miss from a generation miss: could the answer have held them?
+                "phrases_in_context": item.answerable and holds_all(context_text, item.answer_keyphrases),
                 "grounded": result.grounded,
                 "first_token_ms": result.timings_ms.get("first_token"),
                 "total_ms": result.timings_ms["total"],
                 "prompt_tokens": result.generation.get("prompt_tokens"),
                 "prefill_ms": result.generation.get("prefill_ms"),
+                "question": item.question,
+                "answer": result.answer,
+                "missing": [p for p in item.answer_keyphrases if not holds_all(result.answer, (p,))],
+                "refusal_reason": result.refusal_reason,
+                "context_files": sorted(context_files),
+                "unsupported": result.unsupported,
             }
         )
         if naive is not None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from appliance.answer.prompt import SYSTEM_PROMPT, build_prompt, leading_sentences
 from appliance.index.catalog import ChunkRow
 
@@ -72,3 +74,108 @@ def test_leading_sentences_keeps_whole_sentences_only() -> None:
     assert leading_sentences(text, lambda t: len(t) <= 20) == "Close VLV-3042-B."
     assert leading_sentences(text, lambda t: len(t) <= 5) == ""
     assert leading_sentences(text, lambda t: True) == text
+
+
+# --- windows: a retrieved chunk is given with the chunks that follow it -------------------------
+
+
+def doc_chunks(path: str, texts: list[str], *, overlap: int = 0, sections: list[str] | None = None) -> list[ChunkRow]:
+    """Consecutive chunks of one document as the chunker stores them: each repeats the last
+    `overlap` characters of the one before, and start/end are offsets in the document."""
+    rows: list[ChunkRow] = []
+    start = 0
+    for i, text in enumerate(texts):
+        if i and overlap:
+            text = rows[-1].text[-overlap:] + text
+            start = rows[-1].end - overlap
+        section = sections[i] if sections else "SOP › Steps"
+        rows.append(
+            ChunkRow(
+                f"{path}#{i}", 100 + i, path, "SOP", "md", i, section, text, section, None, start, start + len(text)
+            )
+        )
+        start = rows[-1].end
+    return rows
+
+
+def following_in(rows: list[ChunkRow]):  # type: ignore[no-untyped-def]
+    return lambda row, n: [r for r in rows if r.document_path == row.document_path and row.ord < r.ord <= row.ord + n]
+
+
+def test_a_retrieved_chunk_comes_with_the_chunks_that_follow_it_joined_without_their_overlap() -> None:
+    rows = doc_chunks("docs/a.md", ["Stop the pump.", " Close VLV-1.", " Vent to 0.2 bar.", " Log it."], overlap=6)
+    prompt = build_prompt(
+        "q", [rows[0]], count_tokens=words, budget_tokens=10_000, max_sources=4,
+        following=following_in(rows), window_chunks=2,
+    )  # fmt: skip
+    assert len(prompt.sources) == 1
+    source = prompt.sources[0]
+    assert source.text == "Stop the pump. Close VLV-1. Vent to 0.2 bar."
+    assert [c.id for c in source.chunks] == ["docs/a.md#0", "docs/a.md#1", "docs/a.md#2"]
+    assert [source.text[s:e] for s, e in source.spans] == ["Stop the pump.", " Close VLV-1.", " Vent to 0.2 bar."]
+
+
+def test_a_new_section_inside_a_window_is_headed_and_a_text_that_does_not_match_its_offsets_is_not_cut() -> None:
+    rows = doc_chunks(
+        "docs/a.md", ["Stop the pump.", "Close VLV-1."], overlap=0, sections=["SOP › Shutdown", "SOP › Isolation"]
+    )
+    prompt = build_prompt(
+        "q", [rows[0]], count_tokens=words, budget_tokens=10_000, max_sources=4,
+        following=following_in(rows), window_chunks=1,
+    )  # fmt: skip
+    assert prompt.sources[0].text == "Stop the pump.\n\n### Isolation\nClose VLV-1."
+    # Offsets that claim an overlap the texts do not share: nothing is cut from the second chunk.
+    liar = doc_chunks("docs/b.md", ["Stop the pump.", "Close VLV-1."])
+    liar[1] = replace(liar[1], start=liar[1].start - 4)
+    joined = build_prompt(
+        "q", [liar[0]], count_tokens=words, budget_tokens=10_000, max_sources=4,
+        following=following_in(liar), window_chunks=1,
+    )  # fmt: skip
+    assert joined.sources[0].text == "Stop the pump.\n\nClose VLV-1."
+
+
+def test_adjacent_retrieved_chunks_of_one_document_form_one_source_ranked_by_its_best_chunk() -> None:
+    a = doc_chunks("docs/a.md", ["A zero.", "A one.", "A two.", "A three."])
+    b = doc_chunks("docs/b.md", ["B zero.", "B one."])
+    retrieved = [b[0], a[2], a[1]]  # a[1], retrieved last, joins the window of a[2] that it precedes
+    prompt = build_prompt(
+        "q", retrieved, count_tokens=words, budget_tokens=10_000, max_sources=4,
+        following=following_in(a + b), window_chunks=1,
+    )  # fmt: skip
+    assert [[c.id for c in s.chunks] for s in prompt.sources] == [
+        ["docs/b.md#0", "docs/b.md#1"],
+        ["docs/a.md#1", "docs/a.md#2", "docs/a.md#3"],
+    ]
+    # The source stands for its best retrieved chunk, and no chunk is given twice.
+    assert prompt.sources[1].chunk.id == "docs/a.md#2"
+    assert prompt.user.count("A two.") == 1
+    assert prompt.dropped == 0
+
+
+def test_neighbours_are_given_only_while_they_fit_and_never_displace_a_retrieved_chunk() -> None:
+    long = " ".join(["word"] * 50) + "."
+    a = doc_chunks("docs/a.md", ["Close VLV-1.", long, long])
+    b = doc_chunks("docs/b.md", ["Open VLV-2."])
+    fixed = build_prompt("q", [], count_tokens=words, budget_tokens=10_000, max_sources=4).prompt_tokens
+    prompt = build_prompt(
+        "q", [a[0], b[0]], count_tokens=words, budget_tokens=fixed + 80, max_sources=4,
+        following=following_in(a + b), window_chunks=2,
+    )  # fmt: skip
+    assert [[c.id for c in s.chunks] for s in prompt.sources] == [["docs/a.md#0", "docs/a.md#1"], ["docs/b.md#0"]]
+    assert prompt.prompt_tokens <= fixed + 80
+
+
+def test_a_window_cites_the_chunk_holding_the_words_and_its_page() -> None:
+    rows = [
+        ChunkRow("p3", 1, "docs/a.pdf", "SOP", "pdf", 0, "SOP", "Stop the feed pump P-101.", "SOP", 3, 0, 25),
+        ChunkRow("p4", 2, "docs/a.pdf", "SOP", "pdf", 1, "SOP", "Vent the header to 0.2 bar.", "SOP", 4, 26, 53),
+    ]
+    prompt = build_prompt(
+        "q", [rows[0]], count_tokens=words, budget_tokens=10_000, max_sources=4,
+        following=following_in(rows), window_chunks=1,
+    )  # fmt: skip
+    source = prompt.sources[0]
+    assert source.label == "[1] SOP (docs/a.pdf, pp. 3–4)"
+    assert source.chunk_for(["Vent the header to 0.2 bar [1]."]).id == "p4"
+    assert source.chunk_for(["Stop pump P-101 first."]).id == "p3"
+    assert source.chunk_for([]).id == "p3"

@@ -48,6 +48,8 @@ class EvidenceItem:
     score: float
     text: str
     sentences: list[EvidenceSentence]
+    # The chunks whose joined text `text` is, in document order (the retrieved one and its window).
+    chunk_ids: list[str] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -148,6 +150,8 @@ class Answerer:
             count_tokens=generator.count_tokens,
             budget_tokens=budget,
             max_sources=max_sources,
+            following=self.searcher.index.catalog.following_chunks,
+            window_chunks=self.settings.answer.window_chunks,
         )
         if not prompt.sources:
             # Not even the best passage fits: a model asked without sources can only invent an answer.
@@ -163,7 +167,9 @@ class Answerer:
             yield AnswerEvent("done", result=self._refusal(question, closest, timings, reason))
             return
         evidence = [
-            self._evidence_item(question, source.n, _hit_of(found.hits, source), source.chunk, source.text)
+            self._evidence_item(
+                question, source.n, _hit_of(found.hits, source), source.chunk, source.text, source.chunks
+            )
             for source in prompt.sources
         ]
         yield AnswerEvent("evidence", evidence=evidence)
@@ -188,7 +194,13 @@ class Answerer:
         return self.searcher.index.catalog.chunks_by_ids([hit.chunk_id for hit in hits])
 
     def _evidence_item(
-        self, question: str, n: int | None, hit: Hit | None, row: ChunkRow, text: str | None = None
+        self,
+        question: str,
+        n: int | None,
+        hit: Hit | None,
+        row: ChunkRow,
+        text: str | None = None,
+        window: tuple[ChunkRow, ...] = (),
     ) -> EvidenceItem:
         passage = text if text is not None else row.text
         spans = best_sentences(question, passage, k=self.settings.answer.evidence_sentences)
@@ -202,6 +214,7 @@ class Answerer:
             score=hit.score if hit is not None else 0.0,
             text=passage,
             sentences=[EvidenceSentence(passage[s:e], s, e, round(score, 4)) for s, e, score in spans],
+            chunk_ids=[chunk.id for chunk in window] or [row.id],
         )
 
     def _refusal(
@@ -237,16 +250,11 @@ class Answerer:
         text, sentences, attributed = attribute_citations(report.text, report.sentences, source_texts)
         support = check_support(sentences, source_texts, embed=self.searcher.embedder.embed)
         cited = sorted({n for sentence in sentences for n in sentence.cited})
-        citations = [
-            Citation(
-                n,
-                by_number[n].chunk.id,
-                by_number[n].chunk.document_path,
-                by_number[n].chunk.section,
-                by_number[n].chunk.page,
-            )
-            for n in cited
-        ]
+        citations = []
+        for n in cited:
+            # A source may span several chunks: cite the one holding the words that rely on it.
+            chunk = by_number[n].chunk_for([sentence.text for sentence in sentences if n in sentence.cited])
+            citations.append(Citation(n, chunk.id, chunk.document_path, chunk.section, chunk.page))
         generation: dict[str, Any] = {}
         if stats is not None:
             generation = {

@@ -1,9 +1,10 @@
 """Prompt assembly: numbered sources, the grounding instruction, and a token budget.
 
-The prompt lists the retrieved passages as `[n] title › section (path, p. X)` followed by the
-passage text, best first, then the question. It must fit the model's context with room for the
-answer: the lowest-ranked sources are dropped first, and a source is never cut mid-sentence
-(only the best one may be shortened, at a sentence boundary, when even it alone is too long).
+The prompt lists the sources as `[n] title › section (path, p. X)` followed by the passage text,
+best first, then the question. A source is a window of its document (passages.py): a retrieved
+chunk and the chunks that follow it. The prompt must fit the model's context with room for the
+answer: the lowest-ranked chunks are dropped first, and a chunk is never cut mid-sentence (only
+the best one may be shortened, at a sentence boundary, when even it alone is too long).
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from appliance.answer.passages import Window, chunk_holding, section_tail, windows_of
 from appliance.index.catalog import ChunkRow
 
 # Said without calling the model when retrieval finds no evidence. The model itself is NOT asked to
@@ -34,17 +36,38 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n\s*\n")
 @dataclass(frozen=True)
 class Source:
     n: int
-    chunk: ChunkRow
-    text: str  # the passage as given to the model (the whole chunk, or its leading sentences)
+    window: Window
+    text: str  # the passage as given to the model (the joined window, or the best chunk's leading sentences)
+    spans: tuple[tuple[int, int], ...]  # per chunk of the window, its part of `text`
+
+    @property
+    def chunk(self) -> ChunkRow:
+        """The best retrieved chunk of the window: what the source stands for by default."""
+        return self.window.best
+
+    @property
+    def chunks(self) -> tuple[ChunkRow, ...]:
+        return self.window.chunks
 
     @property
     def label(self) -> str:
-        where = self.chunk.document_path + (f", p. {self.chunk.page}" if self.chunk.page else "")
-        heading = " › ".join(part for part in (self.chunk.title, _section_tail(self.chunk)) if part)
-        return f"[{self.n}] {heading} ({where})"
+        first = self.window.first
+        pages = self.window.pages
+        page = "" if not pages else f", p. {pages[0]}" if len(pages) == 1 else f", pp. {pages[0]}–{pages[-1]}"
+        heading = " › ".join(part for part in (first.title, section_tail(first)) if part)
+        return f"[{self.n}] {heading} ({first.document_path}{page})"
 
     def block(self) -> str:
         return f"{self.label}\n{self.text.strip()}"
+
+    def chunk_for(self, claims: Sequence[str]) -> ChunkRow:
+        """The chunk holding the words of the answer sentences that cite this source."""
+        return chunk_holding(self.chunks, self.spans, self.text, claims, self.chunk)
+
+
+def source_of(n: int, window: Window) -> Source:
+    text, spans = window.joined()
+    return Source(n, window, text, spans)
 
 
 @dataclass(frozen=True)
@@ -57,14 +80,6 @@ class Prompt:
 
     def messages(self) -> list[tuple[str, str]]:
         return [("system", self.system), ("user", self.user)]
-
-
-def _section_tail(chunk: ChunkRow) -> str:
-    # The section path often starts with the document's H1, which repeats the title.
-    parts = chunk.section.split(" › ") if chunk.section else []
-    if parts and parts[0] == chunk.title:
-        parts = parts[1:]
-    return " › ".join(parts)
 
 
 def user_message(question: str, sources: Sequence[Source]) -> str:
@@ -85,7 +100,11 @@ def leading_sentences(text: str, fits: Callable[[str], bool]) -> str:
 
 
 def _fits_alone(chunk: ChunkRow, room: int, count_tokens: Callable[[str], int]) -> Callable[[str], bool]:
-    return lambda text: count_tokens(Source(1, chunk, text).block()) + 2 <= room
+    window = Window((chunk,), (chunk,))
+    return lambda text: count_tokens(Source(1, window, text, ((0, len(text)),)).block()) + 2 <= room
+
+
+Following = Callable[[ChunkRow, int], Sequence[ChunkRow]]
 
 
 def build_prompt(
@@ -95,38 +114,63 @@ def build_prompt(
     count_tokens: Callable[[str], int],
     budget_tokens: int,
     max_sources: int,
+    following: Following | None = None,
+    window_chunks: int = 0,
     template_overhead: int = 32,
 ) -> Prompt:
-    """Number the best chunks as sources and keep as many as fit in `budget_tokens`.
+    """Give the best `max_sources` chunks, each grown by up to `window_chunks` following chunks of its
+    document (`following(chunk, n)`), as numbered sources within `budget_tokens`.
 
-    `count_tokens` is the generator's own tokenizer; `template_overhead` covers the chat
+    Chunks are taken in rank order, each followed by its neighbours, until the next one does not
+    fit: lower-ranked chunks are dropped, never cut. Adjacent chunks of one document form one
+    source. `count_tokens` is the generator's own tokenizer; `template_overhead` covers the chat
     template's role markers around the two messages.
     """
     fixed = count_tokens(SYSTEM_PROMPT) + count_tokens(user_message(question, [])) + template_overhead
-    sources: list[Source] = []
-    used = fixed
     candidates = list(chunks[:max_sources])
-    for chunk in candidates:
-        source = Source(len(sources) + 1, chunk, chunk.text)
-        cost = count_tokens(source.block()) + 2  # the blank line between sources
-        if used + cost <= budget_tokens:
-            sources.append(source)
-            used += cost
+    chosen: list[tuple[int, ChunkRow]] = []  # (rank, chunk); rank -1 for a neighbour
+    included: set[str] = set()
+
+    def cost(entries: list[tuple[int, ChunkRow]]) -> int:
+        sources = [source_of(n, w) for n, w in enumerate(windows_of(entries), start=1)]
+        return fixed + sum(count_tokens(source.block()) + 2 for source in sources)  # +2: the blank line
+
+    def take(entry: tuple[int, ChunkRow]) -> bool:
+        if cost([*chosen, entry]) > budget_tokens:
+            return False
+        chosen.append(entry)
+        included.add(entry[1].id)
+        return True
+
+    for rank, chunk in enumerate(candidates):
+        if chunk.id in included:
+            # Already given as a neighbour: it now counts as retrieved, for ordering and citations.
+            chosen[:] = [(rank if c.id == chunk.id else r, c) for r, c in chosen]
             continue
-        if not sources:
-            # Even the best passage alone is too long: keep its leading whole sentences.
-            room = budget_tokens - used
-            text = leading_sentences(chunk.text, _fits_alone(chunk, room, count_tokens))
-            if text:
-                source = Source(1, chunk, text)
-                sources.append(source)
-                used += count_tokens(source.block()) + 2
-        break  # lower-ranked sources are dropped, never cut
-    user = user_message(question, sources)
+        if not take((rank, chunk)):
+            break
+        if following is None or window_chunks <= 0:
+            continue
+        for neighbour in following(chunk, window_chunks):
+            if neighbour.id in included or not take((-1, neighbour)):
+                break
+
+    if chosen:
+        sources = [source_of(n, w) for n, w in enumerate(windows_of(chosen), start=1)]
+        used = cost(chosen)
+    elif candidates:
+        # Even the best passage alone is too long: keep its leading whole sentences.
+        best = candidates[0]
+        text = leading_sentences(best.text, _fits_alone(best, budget_tokens - fixed, count_tokens))
+        sources = [Source(1, Window((best,), (best,)), text, ((0, len(text)),))] if text else []
+        used = fixed + sum(count_tokens(source.block()) + 2 for source in sources)
+    else:
+        sources, used = [], fixed
+    given = {chunk.id for source in sources for chunk in source.chunks}
     return Prompt(
         system=SYSTEM_PROMPT,
-        user=user,
+        user=user_message(question, sources),
         sources=sources,
-        dropped=len(candidates) - len(sources),
+        dropped=sum(1 for chunk in candidates if chunk.id not in given),
         prompt_tokens=used,
     )

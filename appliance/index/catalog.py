@@ -208,6 +208,15 @@ class Catalog:
                 found[chunk.id] = chunk
         return found
 
+    def following_chunks(self, chunk: ChunkRow, count: int) -> list[ChunkRow]:
+        """Up to `count` chunks that follow `chunk` in its document, in order."""
+        rows = self.conn.execute(
+            f"{_CHUNK_SELECT} WHERE c.document_id = (SELECT document_id FROM chunks WHERE id = ?) AND c.ord > ?"
+            " ORDER BY c.ord LIMIT ?",
+            (chunk.id, chunk.ord, count),
+        )
+        return [_chunk_row(row) for row in rows]
+
     def chunks_by_rowids(self, rowids: Sequence[int]) -> dict[int, ChunkRow]:
         found: dict[int, ChunkRow] = {}
         for start in range(0, len(rowids), 500):
