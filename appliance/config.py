@@ -148,7 +148,9 @@ class GeneratorSettings(Section):
         -1, ge=-1, le=1000, description="Layers offloaded to the GPU; -1 = all (a no-op on a CPU-only build)."
     )
     max_tokens: int = Field(384, ge=16, le=8192, description="Most tokens an answer may take.")
-    temperature: float = Field(0.1, ge=0.0, le=2.0, description="Sampling temperature (low: stick to the sources).")
+    temperature: float = Field(
+        0.0, ge=0.0, le=2.0, description="Sampling temperature (0: greedy, the most likely wording of the sources)."
+    )
     seed: int = Field(42, ge=0, description="Sampling seed, for repeatable answers.")
     url: str = Field("", description="openai backend: base URL of the server, e.g. http://127.0.0.1:8081/v1.")
     api_key: str = Field("", description="openai backend: bearer token, if the server wants one (never logged).")

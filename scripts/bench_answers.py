@@ -197,6 +197,7 @@ def main() -> int:
     parser.add_argument("--models-dir", type=Path, default=REPO / "models")
     parser.add_argument("--sets", default="runbooks,demo")
     parser.add_argument("--limit", type=int, default=0, help="Questions per set (0 = all).")
+    parser.add_argument("--ids", default="", help="Only these question ids (comma-separated), after --limit.")
     parser.add_argument("--no-naive", action="store_true", help="Skip the naive pipeline (halves the run time).")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
@@ -219,6 +220,13 @@ def main() -> int:
         answerer = Answerer(settings, generator=generator)
         naive = None if args.no_naive else NaivePipeline(roots, settings, generator)
         items = load_qa(qa)[: args.limit or None]
+        if args.ids:
+            wanted = set(args.ids.split(","))
+            items = (
+                [item for item in load_qa(qa) if item.id in wanted or item in items]
+                if args.limit
+                else [item for item in load_qa(qa) if item.id in wanted]
+            )
         results[name] = run_set(name, items, answerer, naive)
         answerer.close()
         if args.json:  # after each set: a long run that is stopped still leaves its figures

@@ -166,3 +166,25 @@ def test_a_copied_sentence_without_a_marker_gets_its_source_cited_and_is_checked
     assert [c.n for c in result.citations] == [1]
     assert result.unsupported == ["Then open VLV-7777-Q."], "an invented tag is never attributed"
     assert not result.grounded
+
+
+# --- abstention: a generated answer that is not an answer from the documents ---------------------
+
+
+def test_a_question_asking_for_a_value_is_refused_when_no_supported_sentence_gives_one(indexed: Settings) -> None:
+    # A near miss: the SOP covers the cylinder change but gives no duration; the model answers beside it.
+    generator = ScriptedGenerator("Close the cylinder valve VLV-3042-B and wait until the gauge reads zero [1].")
+    result = Answerer(indexed, generator=generator).ask("How long does the cylinder change take?")  # type: ignore[arg-type]
+    assert result.refused and result.answer == REFUSAL
+    assert "how long" in (result.refusal_reason or "").lower()
+    # The same supported sentence stands when the question asks for a procedure, not a value.
+    answered = Answerer(indexed, generator=ScriptedGenerator(generator.answer)).ask(
+        "What do I close before the cylinder change?"
+    )  # type: ignore[arg-type]
+    assert not answered.refused and answered.grounded
+
+
+def test_a_value_that_the_sources_give_answers_a_question_asking_for_one(indexed: Settings) -> None:
+    generator = ScriptedGenerator("Call extension 2100 if a white cloud shows a leak [1].")
+    result = Answerer(indexed, generator=generator).ask("What number do I call on a leak?")  # type: ignore[arg-type]
+    assert not result.refused and result.grounded and result.answer.startswith("Call extension 2100")

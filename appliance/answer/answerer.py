@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
+from appliance.answer.abstention import abstention_reason
 from appliance.answer.attribution import attribute_citations
 from appliance.answer.citations import parse_citations
 from appliance.answer.evidence_sentences import best_sentences
@@ -26,7 +27,9 @@ from appliance.retrieve.search import Hit, Searcher
 
 # How many of the closest passages a refusal still lists, so the operator can look for himself.
 REFUSAL_CLOSEST = 3
-_MODEL_REFUSAL = re.compile(r"(the )?(documents|sources)( provided)? do(es)? not (cover|answer|contain|mention)", re.I)
+_MODEL_REFUSAL = re.compile(
+    r"(the )?(documents|sources)( provided)? do(es)? not (cover|answer|contain|mention|specify|state|say|give)", re.I
+)
 
 
 @dataclass(frozen=True)
@@ -246,9 +249,13 @@ class Answerer:
         report = parse_citations(raw_answer.strip(), len(prompt.sources))
         by_number = {source.n: source for source in prompt.sources}
         source_texts = {source.n: source.text for source in prompt.sources}
-        model_refused = bool(_MODEL_REFUSAL.search(report.text)) and not report.cited
         text, sentences, attributed = attribute_citations(report.text, report.sentences, source_texts)
         support = check_support(sentences, source_texts, embed=self.searcher.embedder.embed)
+        if _MODEL_REFUSAL.search(report.text) and not report.cited:
+            refusal_reason: str | None = "the model found no answer in the sources"
+        else:
+            refusal_reason = abstention_reason(question, support)
+        refused = refusal_reason is not None
         cited = sorted({n for sentence in sentences for n in sentence.cited})
         citations = []
         for n in cited:
@@ -267,18 +274,18 @@ class Answerer:
             }
         return AnswerResult(
             question=question,
-            answer=REFUSAL if model_refused else text,
-            refused=model_refused,
-            grounded=False if model_refused else support.grounded,
-            verified=False if model_refused else support.verified,
-            unsupported=[] if model_refused else support.unsupported,
-            citations=[] if model_refused else citations,
+            answer=REFUSAL if refused else text,
+            refused=refused,
+            grounded=False if refused else support.grounded,
+            verified=False if refused else support.verified,
+            unsupported=[] if refused else support.unsupported,
+            citations=[] if refused else citations,
             evidence=evidence,
             timings_ms=timings,
             model=self.generator.model_id,
-            refusal_reason="the model found no answer in the sources" if model_refused else None,
+            refusal_reason=refusal_reason,
             removed_citations=report.removed,
-            attributed_citations=[] if model_refused else attributed,
+            attributed_citations=[] if refused else attributed,
             prompt={"tokens": prompt.prompt_tokens, "sources": len(prompt.sources), "dropped": prompt.dropped},
             generation=generation,
         )

@@ -22,12 +22,14 @@ from appliance.index.catalog import ChunkRow
 # held all key phrases in 78% of cases (33% before). Unsupported claims are caught by the support check.
 REFUSAL = "The documents do not cover this."
 
-SYSTEM_PROMPT = """You answer questions from plant operators using ONLY the numbered sources you are given \
-(excerpts of the site's standard operating procedures and runbooks).
-- Answer with the facts or steps the sources give, keeping their own wording for steps, limits, tags and commands.
-- End every sentence with the number of the source it comes from, in square brackets, like this: \
+SYSTEM_PROMPT = """You answer questions from operators using ONLY the numbered sources you are given \
+(excerpts of the site's runbooks and standard operating procedures).
+- Answer the question directly. Give the commands, settings, file names, values and steps from the sources \
+that answer it, copied exactly as they are written there; put commands, file names and settings in `backticks`.
+- End every sentence or step with the number of its source in square brackets, like this: \
 "Close valve VLV-1 before venting [1]. Record the reading on form F-2 [2]."
-- Never add steps, numbers, tags or commands that the sources do not contain. Be brief.
+- Never add steps, numbers, tags or commands that the sources do not contain, and no general advice. \
+Be brief: at most six sentences or steps.
 - If the sources do not give what is asked, say which part they do not cover."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n\s*\n")

@@ -1,0 +1,48 @@
+"""When a generated answer is not an answer: decided from the support check, after the model wrote.
+
+Retrieval's evidence decision (retrieve/evidence.py) refuses questions about things the documents
+never mention. It cannot see a near miss: the runbook for the alert exists, but it does not give
+the threshold, schedule or count that is asked. Asked anyway, a small model answers with a
+neighbouring fact or an invented value. Most near misses ask for a value, and that is checked:
+when the question asks for a quantity (how often, how many, what percentage, what time, a
+maximum…) and no supported sentence of the answer holds a number, the value asked for is not in
+the sources, and the result is a refusal ("The documents do not cover this.") that still lists
+the sources the model was given, with the reason.
+
+A broader rule, "refuse when no sentence of the answer is supported", was measured and dropped:
+on the tune questions it withheld 5 correct answers whose sentences the model had left uncited
+and reworded (the support check is strict on purpose), and every near miss it caught was a
+value question that this rule catches too.
+"""
+
+from __future__ import annotations
+
+import re
+
+from appliance.answer.support import SupportReport, extract_terms
+
+# Question forms that ask for a value rather than a procedure. "how" alone (how do I…) is not one.
+_QUANTITY = re.compile(
+    r"\bhow\s+(often|long|many|much|frequently|big|large|old|soon|fast|high|low)\b"
+    r"|\bat\s+what\s+(point|percentage|percent|level|threshold|rate|time|size|value|age)\b"
+    r"|\bwhat(?:'s|\s+is|\s+are)?\s+(?:the\s+)?(time|percentage|percent|size|number|interval|threshold|timeout"
+    r"|limit|frequency|duration|rate|retention|schedule|hours|minimum|maximum|max|min|default)\b"
+    r"|\b(minimum|maximum)\s+\w+|\bset\s+to\b|\b(raise|increase|lower|bump)\b[^?]*\bto\s*\?"
+    r"|\bwhat\b[^?]*\b(setpoints?|hours|percentage|threshold|timeout|interval|retention|schedule)\b",
+    re.IGNORECASE,
+)
+
+
+def asked_quantity(question: str) -> str | None:
+    """The words of the question that ask for a value ("how often", "what percentage"), else None."""
+    match = _QUANTITY.search(question)
+    return " ".join(match.group(0).split()) if match else None
+
+
+def abstention_reason(question: str, support: SupportReport) -> str | None:
+    """Why the checked answer must be replaced by a refusal, or None when it may stand."""
+    supported = [detail for detail in support.details if detail.checked and detail.supported]
+    asked = asked_quantity(question)
+    if asked and not any(extract_terms(detail.sentence).numbers for detail in supported):
+        return f"the question asks for a value ({asked!r}) and no supported sentence of the answer gives one"
+    return None

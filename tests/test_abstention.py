@@ -1,0 +1,63 @@
+"""Abstention after generation: a question that asks for a value needs a supported sentence that gives one."""
+
+from __future__ import annotations
+
+import pytest
+
+from appliance.answer.abstention import abstention_reason, asked_quantity
+from appliance.answer.citations import parse_citations
+from appliance.answer.support import check_support
+
+SOURCE = "KubeCPUOvercommit fires when the cluster cannot tolerate a node failure. Pods then stay Pending."
+
+
+@pytest.mark.parametrize(
+    ("question", "asked"),
+    [
+        ("how often does the heartbeat have to check in?", "how often"),
+        ("KubeCPUOvercommit - at what overcommit percentage does it fire?", "what overcommit percentage"),
+        ("what time of day does the drift check run?", "what time"),
+        ("what's the maximum number of volumes I can add?", "what's the maximum"),
+        ("what is mon_osd_down_out_interval set to on our clusters?", "set to"),
+        ("what should I raise max_shards to?", "raise max_shards to?"),
+        ("what are the working hours for escalations?", "what are the working hours"),
+    ],
+)
+def test_questions_that_ask_for_a_value_are_recognised(question: str, asked: str) -> None:
+    assert asked_quantity(question) == asked
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "how do I restart gitaly with gitlab-ctl?",
+        "KubeletPlegDurationHigh keeps firing on one node, what's the mitigation?",
+        "which configmap holds the KMS connection settings?",
+        "sidekiq looks stuck - where does the thread dump end up?",
+    ],
+)
+def test_questions_that_ask_for_a_procedure_or_a_name_are_not(question: str) -> None:
+    assert asked_quantity(question) is None
+
+
+def reason_for(question: str, answer: str) -> str | None:
+    report = parse_citations(answer, 1)
+    return abstention_reason(question, check_support(report.sentences, {1: SOURCE}))
+
+
+def test_an_invented_value_or_a_neighbouring_fact_does_not_answer_a_value_question() -> None:
+    question = "at what overcommit percentage does KubeCPUOvercommit fire?"
+    assert reason_for(question, "KubeCPUOvercommit fires at an overcommit of 150% [1].") is not None
+    assert reason_for(question, "It fires when the cluster cannot tolerate a node failure [1].") is not None
+
+
+def test_a_supported_sentence_with_a_number_answers_it_and_procedures_are_never_held_to_it() -> None:
+    source_answer = "Pods then stay Pending [1]."
+    assert reason_for("what do I check when KubeCPUOvercommit fires?", source_answer) is None
+    numbered = "KubeCPUOvercommit fires when the cluster cannot tolerate 1 node failure [1]."
+    report = parse_citations(numbered, 1)
+    source = {1: "KubeCPUOvercommit fires when the cluster cannot tolerate 1 node failure."}
+    assert (
+        abstention_reason("how many node failures can the cluster tolerate?", check_support(report.sentences, source))
+        is None
+    )
