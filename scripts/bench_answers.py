@@ -88,6 +88,7 @@ class NaivePipeline:
         return {
             "answer": "".join(pieces),
             "files": [self.chunks[i][0] for i in top],
+            "context": context,
             "first_token_ms": first or 0.0,
             "total_ms": (time.perf_counter() - started) * 1000,
             "prompt_tokens": stats.prompt_tokens if stats else None,
@@ -135,7 +136,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
-def run_set(name: str, items: list[QAItem], answerer: Answerer, naive: NaivePipeline | None) -> dict[str, Any]:
+def run_set(
+    name: str, items: list[QAItem], answerer: Answerer, naive: NaivePipeline | None, naive_limit: int = 0
+) -> dict[str, Any]:
     ours: list[dict[str, Any]] = []
     theirs: list[dict[str, Any]] = []
     for item in items:
@@ -164,7 +167,7 @@ def run_set(name: str, items: list[QAItem], answerer: Answerer, naive: NaivePipe
                 "unsupported": result.unsupported,
             }
         )
-        if naive is not None:
+        if naive is not None and (not naive_limit or len(theirs) < naive_limit):
             answer = naive.ask(item.question)
             refused = REFUSAL.lower() in answer["answer"].lower() or bool(
                 re.search(r"(context|documents?) (does|do) not (contain|mention|provide|cover)", answer["answer"], re.I)
@@ -176,6 +179,8 @@ def run_set(name: str, items: list[QAItem], answerer: Answerer, naive: NaivePipe
                     "refused": refused,
                     "hit": item.answerable and holds_all(answer["answer"], item.answer_keyphrases),
                     "gold_in_context": bool(set(answer["files"]) & set(item.gold_files)),
+                    "phrases_in_context": item.answerable and holds_all(answer["context"], item.answer_keyphrases),
+                    "answer": answer["answer"],
                     "first_token_ms": answer["first_token_ms"],
                     "total_ms": answer["total_ms"],
                     "prompt_tokens": answer["prompt_tokens"],
@@ -184,11 +189,16 @@ def run_set(name: str, items: list[QAItem], answerer: Answerer, naive: NaivePipe
             )
         print(
             f"{name} {item.id}: ours refused={ours[-1]['refused']} hit={ours[-1]['hit']}"
-            + (f" | naive hit={theirs[-1]['hit']}" if theirs else ""),
+            + (f" | naive hit={theirs[-1]['hit']}" if theirs and theirs[-1]["id"] == item.id else ""),
             file=sys.stderr,
             flush=True,
         )
-    return {"appliance": summarize(ours), "naive": summarize(theirs) if theirs else None, "rows": ours}
+    result = {"appliance": summarize(ours), "naive": summarize(theirs) if theirs else None, "rows": ours}
+    if theirs and len(theirs) < len(ours):
+        # The naive pipeline answered only the first questions: the appliance on those same ones, side by side.
+        result["appliance_on_naive_questions"] = summarize(ours[: len(theirs)])
+    result["naive_rows"] = theirs
+    return result
 
 
 def main() -> int:
@@ -199,6 +209,7 @@ def main() -> int:
     parser.add_argument("--limit", type=int, default=0, help="Questions per set (0 = all).")
     parser.add_argument("--ids", default="", help="Only these question ids (comma-separated), after --limit.")
     parser.add_argument("--no-naive", action="store_true", help="Skip the naive pipeline (halves the run time).")
+    parser.add_argument("--naive-limit", type=int, default=0, help="Ask the naive pipeline the first N only.")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
         "--runbooks-set", choices=["heldout", "tune"], default="heldout", help="tune: the questions to tune on."
@@ -227,11 +238,11 @@ def main() -> int:
                 if args.limit
                 else [item for item in load_qa(qa) if item.id in wanted]
             )
-        results[name] = run_set(name, items, answerer, naive)
+        results[name] = run_set(name, items, answerer, naive, args.naive_limit)
         answerer.close()
         if args.json:  # after each set: a long run that is stopped still leaves its figures
             args.json.write_text(json.dumps(results, indent=1))
-    report = {name: {k: v for k, v in r.items() if k != "rows"} for name, r in results.items()}
+    report = {name: {k: v for k, v in r.items() if not k.endswith("rows")} for name, r in results.items()}
     print(json.dumps(report, indent=2))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
