@@ -66,7 +66,8 @@ def register(cli: click.Group) -> None:
         "--k",
         type=click.IntRange(1, 50),
         default=None,
-        help="Most passages given as sources [default: answer.max_sources].",
+        help="Most retrieved passages given as sources, each with the passages that follow it "
+        "(answer.window_chunks) [default: answer.max_sources].",
     )
     @click.option("--stream", is_flag=True, help="Print the answer as it is generated.")
     @click.option("--path", "path_prefix", default=None, help="Only documents whose path starts with this.")

@@ -27,7 +27,12 @@ class _Strict(BaseModel):
 
 class AskRequest(_Strict):
     question: str = Field(min_length=1, max_length=QUESTION_CEILING, description="The question, in plain words.")
-    k: int | None = Field(None, ge=1, le=50, description="Most passages given as sources [answer.max_sources].")
+    k: int | None = Field(
+        None,
+        ge=1,
+        le=50,
+        description="Most retrieved passages given as sources, each with its window [answer.max_sources].",
+    )
     stream: bool = Field(False, description="Answer as Server-Sent Events (also with Accept: text/event-stream).")
     path_prefix: str | None = Field(None, max_length=1024, description="Only documents whose path starts with this.")
     types: list[DocType] | None = Field(None, max_length=5, description="Only these document types.")
