@@ -230,14 +230,11 @@ def main() -> int:
         generator = load_generator(settings)
         answerer = Answerer(settings, generator=generator)
         naive = None if args.no_naive else NaivePipeline(roots, settings, generator)
-        items = load_qa(qa)[: args.limit or None]
-        if args.ids:
-            wanted = set(args.ids.split(","))
-            items = (
-                [item for item in load_qa(qa) if item.id in wanted or item in items]
-                if args.limit
-                else [item for item in load_qa(qa) if item.id in wanted]
-            )
+        every = load_qa(qa)
+        # The first --limit questions plus any --ids, in file order; all of them when neither is given.
+        wanted = {item.id for item in every[: args.limit]} if args.limit else set()
+        wanted |= set(args.ids.split(",")) if args.ids else set()
+        items = [item for item in every if item.id in wanted] if wanted else every
         results[name] = run_set(name, items, answerer, naive, args.naive_limit)
         answerer.close()
         if args.json:  # after each set: a long run that is stopped still leaves its figures

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from appliance.answer.prompt import SYSTEM_PROMPT, build_prompt, leading_sentences
+from appliance.answer.prompt import SYSTEM_PROMPT, Following, build_prompt, leading_sentences
 from appliance.index.catalog import ChunkRow
 
 
@@ -98,7 +98,7 @@ def doc_chunks(path: str, texts: list[str], *, overlap: int = 0, sections: list[
     return rows
 
 
-def following_in(rows: list[ChunkRow]):  # type: ignore[no-untyped-def]
+def following_in(rows: list[ChunkRow]) -> Following:
     return lambda row, n: [r for r in rows if r.document_path == row.document_path and row.ord < r.ord <= row.ord + n]
 
 

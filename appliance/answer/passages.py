@@ -12,13 +12,11 @@ the chunker repeats between neighbours, with the section heading written where i
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
+from appliance.answer.support import extract_terms
 from appliance.index.catalog import ChunkRow
-
-_WORD = re.compile(r"\w+")
 
 
 def section_tail(chunk: ChunkRow) -> str:
@@ -120,13 +118,18 @@ def chunk_holding(
     """The chunk of a window whose part of `text` shares the most words with `claims` (the answer
     sentences that cite the window): a citation then names the section and page of the words it
     relies on, not only those of the window's first chunk."""
-    wanted = {word.casefold() for claim in claims for word in _WORD.findall(claim) if len(word) > 2}
+    wanted = set().union(*(_terms(claim) for claim in claims))
     if not wanted or len(window_chunks) == 1:
         return default
     best, best_score = default, 0
     for chunk, (start, end) in zip(window_chunks, spans, strict=True):
-        have = {word.casefold() for word in _WORD.findall(text[start:end])}
-        score = len(wanted & have)
+        score = len(wanted & _terms(text[start:end]))
         if score > best_score:
             best, best_score = chunk, score
     return best
+
+
+def _terms(text: str) -> set[str]:
+    """Content-word stems and identifiers, as the support checker reads them."""
+    terms = extract_terms(text)
+    return {*terms.words, *(identifier.casefold() for identifier in terms.identifiers)}

@@ -12,6 +12,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cache
 
 from appliance.answer.passages import Window, chunk_holding, section_tail, windows_of
 from appliance.index.catalog import ChunkRow
@@ -133,9 +134,12 @@ def build_prompt(
     chosen: list[tuple[int, ChunkRow]] = []  # (rank, chunk); rank -1 for a neighbour
     included: set[str] = set()
 
+    # Each trial re-renders every source, but only the window that grew has new text: count each block once.
+    block_tokens = cache(count_tokens)
+
     def cost(entries: list[tuple[int, ChunkRow]]) -> int:
         sources = [source_of(n, w) for n, w in enumerate(windows_of(entries), start=1)]
-        return fixed + sum(count_tokens(source.block()) + 2 for source in sources)  # +2: the blank line
+        return fixed + sum(block_tokens(source.block()) + 2 for source in sources)  # +2: the blank line
 
     def take(entry: tuple[int, ChunkRow]) -> bool:
         if cost([*chosen, entry]) > budget_tokens:
