@@ -152,6 +152,11 @@ class GeneratorSettings(Section):
         0.0, ge=0.0, le=2.0, description="Sampling temperature (0: greedy, the most likely wording of the sources)."
     )
     seed: int = Field(42, ge=0, description="Sampling seed, for repeatable answers.")
+    reuse_system_prefix: bool = Field(
+        True,
+        description="llama_cpp: keep the KV cache of the prompt part before the question (system prompt) between "
+        "answers, so only the rest is prefilled; answers stay the same whatever ran before.",
+    )
     url: str = Field("", description="openai backend: base URL of the server, e.g. http://127.0.0.1:8081/v1.")
     api_key: str = Field("", description="openai backend: bearer token, if the server wants one (never logged).")
     timeout_s: float = Field(120.0, gt=0.0, le=3600.0, description="openai backend: timeout of one request.")

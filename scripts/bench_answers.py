@@ -93,7 +93,14 @@ class NaivePipeline:
             "total_ms": (time.perf_counter() - started) * 1000,
             "prompt_tokens": stats.prompt_tokens if stats else None,
             "prefill_ms": stats.prefill_ms if stats else None,
+            "prompt_eval_tokens": stats.prompt_eval_tokens if stats else None,
+            "completion_tokens": stats.completion_tokens if stats else None,
         }
+
+
+def median_of(rows: list[dict[str, Any]], key: str) -> int | None:
+    values = [r[key] for r in rows if r.get(key) is not None]
+    return round(statistics.median(values)) if values else None
 
 
 def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
@@ -127,6 +134,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         )
         if generated
         else None,
+        "prompt_eval_tokens_median": median_of(generated, "prompt_eval_tokens"),
+        "completion_tokens_median": median_of(generated, "completion_tokens"),
         "prefill_ms_median": round(statistics.median(prefill)) if prefill else None,
         "overhead_share_of_first_token": round(
             statistics.median(o / f for o, f in zip(overhead, first, strict=False)), 3
@@ -159,6 +168,8 @@ def run_set(
                 "total_ms": result.timings_ms["total"],
                 "prompt_tokens": result.generation.get("prompt_tokens"),
                 "prefill_ms": result.generation.get("prefill_ms"),
+                "prompt_eval_tokens": result.generation.get("prompt_eval_tokens"),
+                "completion_tokens": result.generation.get("completion_tokens"),
                 "question": item.question,
                 "answer": result.answer,
                 "missing": [p for p in item.answer_keyphrases if not holds_all(result.answer, (p,))],
@@ -185,6 +196,8 @@ def run_set(
                     "total_ms": answer["total_ms"],
                     "prompt_tokens": answer["prompt_tokens"],
                     "prefill_ms": answer["prefill_ms"],
+                    "prompt_eval_tokens": answer["prompt_eval_tokens"],
+                    "completion_tokens": answer["completion_tokens"],
                 }
             )
         print(
@@ -229,7 +242,9 @@ def main() -> int:
         ingest(settings, roots)
         generator = load_generator(settings)
         answerer = Answerer(settings, generator=generator)
-        naive = None if args.no_naive else NaivePipeline(roots, settings, generator)
+        # The naive pipeline gets its own llama.cpp context of the same model, as a separate program would:
+        # interleaved questions then do not evict each other's cached system-prompt prefix.
+        naive = None if args.no_naive else NaivePipeline(roots, settings, load_generator(settings))
         every = load_qa(qa)
         # The first --limit questions plus any --ids, in file order; all of them when neither is given.
         wanted = {item.id for item in every[: args.limit]} if args.limit else set()
@@ -237,6 +252,8 @@ def main() -> int:
         items = [item for item in every if item.id in wanted] if wanted else every
         results[name] = run_set(name, items, answerer, naive, args.naive_limit)
         answerer.close()
+        if naive is not None:
+            naive.generator.close()
         if args.json:  # after each set: a long run that is stopped still leaves its figures
             args.json.write_text(json.dumps(results, indent=1))
     report = {name: {k: v for k, v in r.items() if not k.endswith("rows")} for name, r in results.items()}

@@ -134,19 +134,44 @@ def test_same_prompt_and_seed_give_the_same_answer(local_gen: LlamaCppGenerator)
     first, _ = local_gen.complete(QUESTION, max_tokens=8)
     second, stats = local_gen.complete(QUESTION, max_tokens=8)
     assert first == second
-    assert stats.prompt_eval_tokens == stats.prompt_tokens  # every prompt is evaluated in full by default
+    # The system prompt's part of the KV cache is kept: only what follows it is evaluated again.
+    assert stats.prompt_eval_tokens == stats.prompt_tokens - len(local_gen.shared_prefix(QUESTION))
 
 
-def test_prompt_cache_reuse_is_reported_in_prompt_eval_tokens(smollm_gguf: Path) -> None:
-    gen = LlamaCppGenerator(smollm_gguf, n_ctx=1024, n_threads=1, reuse_prompt_cache=True)
+def test_the_shared_prefix_is_everything_before_the_last_messages_text(local_gen: LlamaCppGenerator) -> None:
+    prefix = local_gen.shared_prefix(QUESTION)
+    other = [QUESTION[0], ChatMessage("user", "Which valve is closed before pump P-7 starts?")]
+    assert prefix == local_gen.shared_prefix(other)
+    rendered = local_gen._llm.detokenize(prefix, special=True).decode()
+    assert rendered.endswith("You answer in one short sentence.<|im_end|>\n<|im_start|>user\n")
+
+
+def test_a_cached_system_prefix_changes_neither_the_answer_nor_the_prefill_of_a_cold_start(smollm_gguf: Path) -> None:
+    gen = LlamaCppGenerator(smollm_gguf, n_ctx=1024, n_threads=1)
+    other = [QUESTION[0], ChatMessage("user", "Which valve is closed before pump P-7 starts?")]
     try:
-        _, cold = gen.complete(QUESTION, max_tokens=4)
-        _, warm = gen.complete(QUESTION, max_tokens=4)
+        cold_text, cold = gen.complete(QUESTION, max_tokens=8)  # prefix evaluated alone, then the rest
+        gen.complete(other, max_tokens=8)  # the cache now also holds another question and its answer
+        warm_text, warm = gen.complete(QUESTION, max_tokens=8)
+        elsewhere = [ChatMessage("system", "Be terse."), *QUESTION[1:]]
+        gen.complete(elsewhere, max_tokens=4)  # another system prompt replaces the cached prefix
+        again_text, again = gen.complete(QUESTION, max_tokens=8)
+        shared = len(gen.shared_prefix(QUESTION))
     finally:
         gen.close()
-    assert cold.prompt_eval_tokens == cold.prompt_tokens
-    assert warm.prompt_tokens == cold.prompt_tokens
-    assert warm.prompt_eval_tokens is not None and warm.prompt_eval_tokens < warm.prompt_tokens
+    assert warm_text == cold_text == again_text
+    assert cold.prompt_eval_tokens == cold.prompt_tokens == again.prompt_eval_tokens
+    assert warm.prompt_eval_tokens == warm.prompt_tokens - shared
+
+
+def test_without_the_shared_prefix_every_prompt_is_evaluated_in_full(smollm_gguf: Path) -> None:
+    gen = LlamaCppGenerator(smollm_gguf, n_ctx=1024, n_threads=1, reuse_system_prefix=False)
+    try:
+        gen.complete(QUESTION, max_tokens=4)
+        _, stats = gen.complete(QUESTION, max_tokens=4)
+    finally:
+        gen.close()
+    assert stats.prompt_eval_tokens == stats.prompt_tokens
 
 
 def test_stream_yields_pieces_and_sets_its_own_stats_at_the_end(local_gen: LlamaCppGenerator) -> None:

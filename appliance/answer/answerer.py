@@ -266,6 +266,7 @@ class Answerer:
         if stats is not None:
             generation = {
                 "prompt_tokens": stats.prompt_tokens,
+                "prompt_eval_tokens": stats.prompt_eval_tokens,  # fewer when the system prompt's prefix was cached
                 "completion_tokens": stats.completion_tokens,
                 "prefill_ms": stats.prefill_ms,
                 "decode_ms": stats.decode_ms,
