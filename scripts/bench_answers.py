@@ -151,7 +151,12 @@ def run_set(
     ours: list[dict[str, Any]] = []
     theirs: list[dict[str, Any]] = []
     for item in items:
-        result = answerer.ask(item.question)
+        pieces: list[str] = []
+        for event in answerer.events(item.question):
+            if event.kind == "token" and event.text:
+                pieces.append(event.text)
+            elif event.kind == "done" and event.result is not None:
+                result = event.result
         context_files = {e.path for e in result.evidence if e.n is not None}
         context_text = "\n".join(e.text for e in result.evidence if e.n is not None)
         ours.append(
@@ -172,6 +177,7 @@ def run_set(
                 "completion_tokens": result.generation.get("completion_tokens"),
                 "question": item.question,
                 "answer": result.answer,
+                "generated": "".join(pieces),  # the model's text, also when the answer became a refusal
                 "missing": [p for p in item.answer_keyphrases if not holds_all(result.answer, (p,))],
                 "refusal_reason": result.refusal_reason,
                 "context_files": sorted(context_files),
@@ -206,12 +212,12 @@ def run_set(
             file=sys.stderr,
             flush=True,
         )
-    result = {"appliance": summarize(ours), "naive": summarize(theirs) if theirs else None, "rows": ours}
+    report = {"appliance": summarize(ours), "naive": summarize(theirs) if theirs else None, "rows": ours}
     if theirs and len(theirs) < len(ours):
         # The naive pipeline answered only the first questions: the appliance on those same ones, side by side.
-        result["appliance_on_naive_questions"] = summarize(ours[: len(theirs)])
-    result["naive_rows"] = theirs
-    return result
+        report["appliance_on_naive_questions"] = summarize(ours[: len(theirs)])
+    report["naive_rows"] = theirs
+    return report
 
 
 def main() -> int:

@@ -23,14 +23,18 @@ from appliance.index.catalog import ChunkRow
 # held all key phrases in 78% of cases (33% before). Unsupported claims are caught by the support check.
 REFUSAL = "The documents do not cover this."
 
-SYSTEM_PROMPT = """You answer questions from operators using ONLY the numbered sources you are given \
-(excerpts of the site's runbooks and standard operating procedures).
-- Answer the question directly. Give the commands, settings, file names, values and steps from the sources \
-that answer it, copied exactly as they are written there; put commands, file names and settings in `backticks`.
-- End every sentence or step with the number of its source in square brackets, like this: \
-"Close valve VLV-1 before venting [1]. Record the reading on form F-2 [2]."
-- Never add steps, numbers, tags or commands that the sources do not contain, and no general advice. \
-Be brief: at most six sentences or steps.
+# Short and exact: on 14 runbook tune questions (8 whose answers missed a key phrase that was in
+# the sources), asking for the direct answer, then at most five steps with the sources' own commands
+# and no summary, took the key-phrase hits from 6 to 9 with no hit lost, and halved the median answer
+# length. Putting the best source last, next to the question, did worse (7 and 4 of 14).
+SYSTEM_PROMPT = """You answer an operator's question using ONLY the numbered sources you are given \
+(excerpts of the site's runbooks and standard operating procedures). Answer like an experienced colleague: \
+short and exact.
+- Start with the direct answer. Then give the steps, each with the exact command, setting, file name or value \
+from the sources, copied character for character in `backticks`.
+- Cite the source number after each sentence or step, like this: "Close valve VLV-1 before venting [1]."
+- Use only what the sources say: no general advice, no checks or steps of your own.
+- At most five steps. Stop after the last step: no summary.
 - If the sources do not give what is asked, say which part they do not cover."""
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n\s*\n")
