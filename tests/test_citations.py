@@ -13,6 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from appliance.answer.attribution import attribute_citations
 from appliance.answer.citations import CitedSentence, parse_citations, split_sentences
 from appliance.answer.evidence_sentences import best_sentences
 from appliance.answer.support import LEXICAL_THRESHOLD, SEMANTIC_THRESHOLD, check_support
@@ -556,3 +557,47 @@ def test_a_sentence_citing_only_sources_not_given_is_unsupported() -> None:
     supported, reason = _check("Take a bench grab of CFE every 30 minutes.", 9)
     assert supported is False
     assert reason == "cites source [9], not among the sources given"
+
+
+# --- lines that only restate the question, source lines, copied code ---------------------------
+
+
+def test_a_line_that_restates_the_question_to_introduce_what_follows_is_not_judged() -> None:
+    question = "How do I apply a change to /etc/gitlab/gitlab.rb with gitlab-ctl?"
+    sentences = [
+        _sentence("To apply a change to /etc/gitlab/gitlab.rb with gitlab-ctl, you need to run the following:"),
+        _sentence("Is there a way to apply a change to /etc/gitlab/gitlab.rb with gitlab-ctl?"),
+        _sentence("sudo gitlab-ctl reconfigure", 5, kind="code"),
+    ]
+    report = check_support(sentences, SOURCES, question=question)
+    assert [(d.checked, d.supported) for d in report.details] == [(False, None), (False, None), (True, True)]
+    assert report.grounded
+    # Without the question the same lead-in is a claim of its own, and no source was cited for it.
+    assert check_support(sentences, SOURCES).grounded is False
+
+
+def test_a_lead_in_naming_something_the_question_did_not_is_still_judged() -> None:
+    question = "How do I apply a change to /etc/gitlab/gitlab.rb?"
+    lead_in = _sentence("To apply it, first stop PostgreSQL 14 with gitlab-ctl stop postgresql:")
+    detail = check_support([lead_in], SOURCES, question=question).details[0]
+    assert detail.checked and detail.supported is False
+
+
+def test_the_models_own_source_line_is_not_judged() -> None:
+    sentences = [
+        _sentence("Take a bench grab of CFE every 30 minutes.", 2),
+        _sentence("Source: CFE above 0.30 NTU (sops/filters.md)"),
+    ]
+    report = check_support(sentences, SOURCES)
+    assert [d.checked for d in report.details] == [True, False]
+    assert report.grounded
+
+
+def test_an_uncited_command_that_a_source_holds_is_cited_without_touching_the_code() -> None:
+    answer = "Apply the change.\n\n```\nsudo gitlab-ctl reconfigure\n```\n\n```\nsudo gitlab-ctl rm -rf /\n```"
+    parsed = parse_citations(answer, n_sources=5)
+    text, sentences, added = attribute_citations(parsed.text, parsed.sentences, SOURCES)
+    assert "sudo gitlab-ctl reconfigure\n" in text and "[5]" not in text  # no marker inside a code block
+    cited = {s.text.strip(): s.cited for s in sentences if s.kind == "code"}
+    assert cited == {"sudo gitlab-ctl reconfigure": frozenset({5}), "sudo gitlab-ctl rm -rf /": frozenset()}
+    assert added == [5]

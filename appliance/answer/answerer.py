@@ -250,7 +250,7 @@ class Answerer:
         by_number = {source.n: source for source in prompt.sources}
         source_texts = {source.n: source.text for source in prompt.sources}
         text, sentences, attributed = attribute_citations(report.text, report.sentences, source_texts)
-        support = check_support(sentences, source_texts, embed=self.searcher.embedder.embed)
+        support = check_support(sentences, source_texts, embed=self.searcher.embedder.embed, question=question)
         if _MODEL_REFUSAL.search(report.text) and not report.cited:
             refusal_reason: str | None = "the model found no answer in the sources"
         else:

@@ -4,7 +4,9 @@ Small models often copy a source's sentence and forget the `[n]`. Rather than ca
 sentence unsupported, each uncited sentence is checked against every source on its own (the same
 support rules: every identifier and number present, enough of its words); the first source that
 supports it is cited, and the marker is written into the answer so the operator sees it. A
-sentence no single source supports stays uncited and is reported as unsupported.
+code line that a source holds (a command copied without its `[n]`) is cited the same way, but no
+marker is written into the code block, where it would change the command; the citation is listed
+with the others. A sentence no single source supports stays uncited and is reported as unsupported.
 """
 
 from __future__ import annotations
@@ -23,17 +25,19 @@ def attribute_citations(
     updated = list(sentences)
     insertions: list[tuple[int, int]] = []  # (position in text, source number)
     for index, sentence in enumerate(sentences):
-        if sentence.cited or sentence.kind in ("heading", "code"):
+        if sentence.cited or sentence.kind == "heading":
             continue
         for number, source in sources.items():
             trial = check_support([replace(sentence, cited=frozenset({number}))], {number: source})
             if trial.details and trial.details[0].checked and trial.details[0].supported:
                 updated[index] = replace(sentence, cited=frozenset({number}), inherited=False)
-                insertions.append((_marker_position(text, sentence), number))
+                if sentence.kind != "code":
+                    insertions.append((_marker_position(text, sentence), number))
                 break
     for position, number in sorted(insertions, reverse=True):
         text = f"{text[:position]} [{number}]{text[position:]}"
-    return text, updated, sorted({number for _, number in insertions})
+    added = {next(iter(s.cited)) for s, before in zip(updated, sentences, strict=True) if s.cited and not before.cited}
+    return text, updated, sorted(added)
 
 
 def _marker_position(text: str, sentence: CitedSentence) -> int:

@@ -21,9 +21,12 @@ citations.py), in this order:
 6. else unsupported.
 
 Sentences with fewer than three content words and no identifier or number ("Here are the
-steps:", "In summary:"), lines that introduce what follows (ending in ":") and headings are not
-judged (`checked` False). `verified` says that at least one sentence was judged; `grounded` that
-one was and every judged sentence is supported. An empty answer is neither.
+steps:", "In summary:"), lines that introduce what follows (ending in ":"), lines that end in ":"
+or "?" and name no identifier or number the question did not ("To restart gitaly, run the
+following command:", the question echoed back), the model's own "Source: ..." lines and headings
+are not judged (`checked` False).
+`verified` says that at least one sentence was judged; `grounded` that one was and every judged
+sentence is supported. An empty answer is neither.
 
 Thresholds, from 68 crafted sentences over the demo SOPs (the support cases of
 tests/test_citations.py are taken from them): faithful paraphrases keep 75-100% of their words
@@ -488,9 +491,26 @@ def _code_missing(sentence: CitedSentence, sources: Sequence[_Source]) -> list[t
     return missing
 
 
-def _is_connective(sentence: CitedSentence, terms: Terms) -> bool:
-    if sentence.kind == "heading":
+_SOURCE_LINE = re.compile(r"^\W*(cite|citation|citations|source|sources|reference|references)\W*:", re.IGNORECASE)
+
+
+def _only_restates(sentence: CitedSentence, terms: Terms, asked: Terms | None) -> bool:
+    """A line that introduces what follows (ends in ':') or echoes the question (ends in '?') and names
+    no identifier or number the question did not: it claims nothing itself; what follows is judged."""
+    if asked is None or sentence.kind not in ("text", "item"):
+        return False
+    if not sentence.text.rstrip().rstrip("*_").rstrip().endswith((":", "?")):  # "**Apply the config:**"
+        return False
+    named = {identifier.casefold() for identifier in asked.identifiers}
+    values = {quantity.value for quantity in asked.numbers}
+    return all(i.casefold() in named for i in terms.identifiers) and all(q.value in values for q in terms.numbers)
+
+
+def _is_connective(sentence: CitedSentence, terms: Terms, asked: Terms | None = None) -> bool:
+    if sentence.kind == "heading" or _only_restates(sentence, terms, asked):
         return True
+    if sentence.kind != "code" and _SOURCE_LINE.match(sentence.text):
+        return True  # the model naming its source ("Cite: AuditLogError › Meaning"): no claim
     if len(terms.words) >= MIN_CONTENT_WORDS:
         return False
     has_specifics = bool(terms.identifiers or terms.numbers)
@@ -598,16 +618,20 @@ def check_support(
     sources: Mapping[int, str],
     *,
     embed: Embed | None = None,
+    question: str | None = None,
     lexical_threshold: float = LEXICAL_THRESHOLD,
     semantic_threshold: float = SEMANTIC_THRESHOLD,
 ) -> SupportReport:
-    """Judge each sentence against the text of the sources it cites (rules in the module docstring)."""
+    """Judge each sentence against the text of the sources it cites (rules in the module docstring).
+
+    With the `question`, a line that only restates it to introduce what follows is not judged."""
     prepared = {n: _prepare(n, text) for n, text in sources.items()}
+    asked = extract_terms(question) if question else None
     details: list[SentenceSupport] = []
     pending: list[tuple[int, CitedSentence]] = []  # verdicts that similarity may overturn
     for index, sentence in enumerate(sentences):
         terms = extract_terms(sentence.text)
-        if _is_connective(sentence, terms):
+        if _is_connective(sentence, terms, asked):
             reason = "heading, not judged" if sentence.kind == "heading" else "connective text, not judged"
             details.append(SentenceSupport(sentence.text, tuple(sorted(sentence.cited)), False, None, reason))
             continue
