@@ -227,9 +227,11 @@ class LlamaCppGenerator(GeneratorBase):
     def prompt_tokens(self, messages: list[ChatMessage]) -> int:
         return len(self._prompt_token_ids(messages))
 
-    def shared_prefix(self, messages: list[ChatMessage]) -> list[int]:
-        """The prompt's tokens before the text of its last message: what consecutive questions share."""
-        prompt = self._prompt_token_ids(messages)
+    def shared_prefix(self, messages: list[ChatMessage], prompt: list[int] | None = None) -> list[int]:
+        """The prompt's tokens before the text of its last message: what consecutive questions share.
+
+        `prompt` is the messages' token ids when the caller already has them."""
+        prompt = self._prompt_token_ids(messages) if prompt is None else prompt
         probe = self._prompt_token_ids([*messages[:-1], ChatMessage(messages[-1].role, "")])
         length = 0
         for ours, theirs in zip(prompt, probe, strict=False):
@@ -258,8 +260,10 @@ class LlamaCppGenerator(GeneratorBase):
         """
         start = time.perf_counter()
         check_messages(messages)
-        n_prompt = self.prompt_tokens(messages)
-        prefix = self.shared_prefix(messages) if self.reuse_system_prefix and not self.reuse_prompt_cache else None
+        prompt_ids = self._prompt_token_ids(messages)
+        n_prompt = len(prompt_ids)
+        keep_prefix = self.reuse_system_prefix and not self.reuse_prompt_cache
+        prefix = self.shared_prefix(messages, prompt_ids) if keep_prefix else None
         room = self.n_ctx - n_prompt
         if room <= 0:
             raise GeneratorError(
