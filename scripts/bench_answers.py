@@ -15,12 +15,14 @@ prompt tokens, and how much of the time to first token llama.cpp spent on prompt
 own timers versus everything else (our overhead: retrieval, prompt assembly, queueing).
 
 Usage: python scripts/bench_answers.py [--limit N] [--sets runbooks,demo] [--json OUT]
+Settings of the appliance side: defaults and APPLIANCE_<SECTION>_<FIELD> variables, as for the CLI.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import os
 import re
 import statistics
 import sys
@@ -33,7 +35,7 @@ import numpy as np
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.answerer import Answerer
 from appliance.answer.prompt import REFUSAL
-from appliance.config import Settings
+from appliance.config import Settings, load_settings
 from appliance.evaluate.runner import QAItem, load_qa
 from appliance.ingest.pipeline import ingest
 from appliance.models.generation import ChatMessage, Generator, load_generator
@@ -244,7 +246,10 @@ def main() -> int:
             if name == "runbooks"
             else ([REPO / "docs_corpus"], REPO / "scripts/qa/demo_corpus.jsonl")
         )
-        settings = Settings(home=args.home / name, models_dir=args.models_dir)
+        # APPLIANCE_* variables apply as they do for the CLI (e.g. APPLIANCE_ANSWER_WINDOW_CHUNKS=3).
+        environ = {**os.environ, "APPLIANCE_HOME": str(args.home / name), "APPLIANCE_MODELS_DIR": str(args.models_dir)}
+        environ.pop("APPLIANCE_CONFIG", None)
+        settings = load_settings(environ)
         ingest(settings, roots)
         generator = load_generator(settings)
         answerer = Answerer(settings, generator=generator)
