@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from appliance.answer.abstention import abstention_reason, asked_quantity
+from appliance.answer.abstention import abstention_reason, asked_quantity, other_subject_reason
 from appliance.answer.citations import parse_citations
 from appliance.answer.support import check_support
 
@@ -61,3 +61,34 @@ def test_a_supported_sentence_with_a_number_answers_it_and_procedures_are_never_
         abstention_reason("how many node failures can the cluster tolerate?", check_support(report.sentences, source))
         is None
     )
+
+
+# --- an answer about a sibling -----------------------------------------------------------------
+
+PS2 = "[1] SOP-PMP-002 Pump Station PS-2 (Hillcrest) Failover\nLead pump starts at 24.0 ft and stops at 32.0 ft."
+PS3 = "[2] SOP-PMP-003 Pump Station PS-3 (Oakridge)\nPS-3 runs on tank level from the Oakridge tank."
+
+
+def test_an_answer_citing_only_a_sibling_of_what_was_asked_is_refused() -> None:
+    question = "what are the start and stop setpoints for the PS-3 Oakridge pumps?"
+    reason = other_subject_reason(question, cited={1: PS2}, given={1: PS2, 2: PS3})
+    assert reason == "the question names PS-3, which the sources the answer cites do not mention"
+
+
+@pytest.mark.parametrize(
+    ("question", "cited", "given"),
+    [
+        # It cites the source that names what was asked.
+        ("what are the setpoints for PS-3?", {2: PS3}, {1: PS2, 2: PS3}),
+        # No source names it at all: a different spelling, not a different unit (left to the support check).
+        ("what are the setpoints for PS-9?", {1: PS2}, {1: PS2, 2: PS3}),
+        # It cites nothing: the support check already calls every sentence unsupported.
+        ("what are the setpoints for PS-3?", {}, {1: PS2, 2: PS3}),
+        # No identifier in the question.
+        ("what are the pump setpoints?", {1: PS2}, {1: PS2, 2: PS3}),
+    ],
+)
+def test_an_answer_that_names_what_was_asked_or_cannot_be_compared_stands(
+    question: str, cited: dict[int, str], given: dict[int, str]
+) -> None:
+    assert other_subject_reason(question, cited, given) is None

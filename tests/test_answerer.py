@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import pytest
@@ -181,6 +182,39 @@ def test_a_question_asking_for_a_value_is_refused_when_no_supported_sentence_giv
     answered = Answerer(indexed, generator=ScriptedGenerator(generator.answer)).ask(
         "What do I close before the cylinder change?"
     )  # type: ignore[arg-type]
+    assert not answered.refused and answered.grounded
+
+
+class SiblingCitingGenerator(ScriptedGenerator):
+    """Answers with PS-2's setpoints, citing whichever number the prompt gave the PS-2 source."""
+
+    def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
+        match = re.search(r"^\[(\d+)\][^\n]*PS-2", messages[-1].content, re.MULTILINE)
+        assert match, "the PS-2 source is in the prompt"
+        self.answer = f"The lead pump starts at 24.0 ft and stops at 32.0 ft [{match.group(1)}]."
+        return super().stream(messages, max_tokens=max_tokens)
+
+
+def test_an_answer_about_a_sibling_of_what_was_asked_is_refused(settings: Settings, tmp_path: Path) -> None:
+    root = tmp_path / "stations"
+    root.mkdir()
+    (root / "SOP-PMP-002.md").write_text(
+        "# Pump station PS-2 (Hillcrest)\n\n## Setpoints\n\n"
+        "The PS-2 lead pump starts at 24.0 ft of tank level and stops at 32.0 ft.\n"
+    )
+    (root / "SOP-PMP-003.md").write_text(
+        "# Pump station PS-3 (Oakridge)\n\n## Operation\n\n"
+        "PS-3 pumps run on the Oakridge tank level; the station is manned on weekdays.\n"
+    )
+    ingest(settings, [root])
+    question = "What are the start and stop setpoints for the PS-3 Oakridge pumps?"
+    result = Answerer(settings, generator=SiblingCitingGenerator()).ask(question)  # type: ignore[arg-type]
+    assert result.refused and result.answer == REFUSAL
+    assert result.refusal_reason == "the question names PS-3, which the sources the answer cites do not mention"
+    # The same answer stands for the station it is about.
+    answered = Answerer(settings, generator=SiblingCitingGenerator()).ask(  # type: ignore[arg-type]
+        "What are the start and stop setpoints for the PS-2 Hillcrest pumps?"
+    )
     assert not answered.refused and answered.grounded
 
 

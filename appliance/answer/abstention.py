@@ -9,6 +9,12 @@ maximum…) and no supported sentence of the answer holds a number, the value as
 the sources, and the result is a refusal ("The documents do not cover this.") that still lists
 the sources the model was given, with the reason.
 
+A second near miss names a sibling: the question asks about PS-3 while the answer cites only the
+source about PS-2. When an identifier of the question occurs in some source the model was given
+but in none of the sources its answer cites, the answer is about something else and is refused.
+(An identifier in no source at all is left alone: the sources may spell it differently, and on the
+tune questions two correct answers were of that kind.)
+
 A broader rule, "refuse when no sentence of the answer is supported", was measured and dropped:
 on the tune questions it withheld 5 correct answers whose sentences the model had left uncited
 and reworded (the support check is strict on purpose), and every near miss it caught was a
@@ -18,8 +24,9 @@ value question that this rule catches too.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 
-from appliance.answer.support import SupportReport, extract_terms
+from appliance.answer.support import SupportReport, extract_terms, identifier_in
 
 # Question forms that ask for a value rather than a procedure. "how" alone (how do I…) is not one.
 _QUANTITY = re.compile(
@@ -46,3 +53,20 @@ def abstention_reason(question: str, support: SupportReport) -> str | None:
     if asked and not any(extract_terms(detail.sentence).numbers for detail in supported):
         return f"the question asks for a value ({asked!r}) and no supported sentence of the answer gives one"
     return None
+
+
+def other_subject_reason(question: str, cited: Mapping[int, str], given: Mapping[int, str]) -> str | None:
+    """Why an answer citing `cited` (source number -> text) is about something other than the question
+    asks, among the `given` sources; None when it cites nothing or names what was asked."""
+    if not cited:
+        return None
+    elsewhere = [
+        identifier
+        for identifier in extract_terms(question).identifiers
+        if not any(identifier_in(identifier, text) for text in cited.values())
+        and any(identifier_in(identifier, text) for text in given.values())
+    ]
+    if not elsewhere:
+        return None
+    named = ", ".join(elsewhere)
+    return f"the question names {named}, which the sources the answer cites do not mention"

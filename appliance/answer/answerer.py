@@ -13,7 +13,7 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from appliance.answer.abstention import abstention_reason
+from appliance.answer.abstention import abstention_reason, other_subject_reason
 from appliance.answer.attribution import attribute_citations
 from appliance.answer.citations import parse_citations
 from appliance.answer.evidence_sentences import best_sentences
@@ -255,8 +255,12 @@ class Answerer:
             refusal_reason: str | None = "the model found no answer in the sources"
         else:
             refusal_reason = abstention_reason(question, support)
-        refused = refusal_reason is not None
         cited = sorted({n for sentence in sentences for n in sentence.cited})
+        if refusal_reason is None:
+            # A source is read with its label: the title and section often carry the unit's name.
+            labelled = {source.n: f"{source.label}\n{source.text}" for source in prompt.sources}
+            refusal_reason = other_subject_reason(question, {n: labelled[n] for n in cited if n in labelled}, labelled)
+        refused = refusal_reason is not None
         citations = []
         for n in cited:
             # A source may span several chunks: cite the one holding the words that rely on it.

@@ -346,7 +346,7 @@ def _prepare(number: int, raw: str) -> _Source:
     return _Source(number, text, _source_numbers(text), sentences, stems, windows, code_lines, _subcommands(text))
 
 
-def _identifier_in(identifier: str, text: str) -> bool:
+def identifier_in(identifier: str, text: str) -> bool:
     """Whole-token occurrence: VLV-3042 is not in VLV-3042-B, gitlab.rb is in /etc/gitlab/gitlab.rb."""
     pattern = rf"(?<![A-Za-z0-9])(?<![A-Za-z0-9][-_.]){re.escape(identifier)}(?![A-Za-z0-9])(?![-_.][A-Za-z0-9])"
     if re.search(pattern, text, re.IGNORECASE):
@@ -410,7 +410,7 @@ def _missing(terms: Terms, sources: Sequence[_Source]) -> list[tuple[str, str]]:
     """(term, reason) for each identifier or number the cited sources do not hold."""
     missing: list[tuple[str, str]] = []
     for identifier in terms.identifiers:
-        if not any(_identifier_in(identifier, s.text) for s in sources):
+        if not any(identifier_in(identifier, s.text) for s in sources):
             missing.append((identifier, f"identifier {identifier} not in the cited sources"))
     for quantity in terms.numbers:
         units: set[str | None] = set().union(*(s.numbers.get(quantity.value, set()) for s in sources))
@@ -462,7 +462,7 @@ def _code_in(code: str, source_lines: Sequence[list[str]]) -> bool:
 def _quoted_in(code: str, lines: Sequence[list[str]], sources: Sequence[_Source]) -> bool:
     tokens = _code_tokens(code)
     if len(tokens) == 1:  # a name or path: `gitlab.rb` is in /etc/gitlab/gitlab.rb
-        return any(_identifier_in(code.strip(_TOKEN_TRIM + " "), s.text) for s in sources) or _code_in(code, lines)
+        return any(identifier_in(code.strip(_TOKEN_TRIM + " "), s.text) for s in sources) or _code_in(code, lines)
     return _code_in(code, lines)
 
 
