@@ -258,7 +258,7 @@ class Answerer:
         cited = sorted({n for sentence in sentences for n in sentence.cited})
         if refusal_reason is None:
             # A source is read with its label: the title and section often carry the unit's name.
-            labelled = {source.n: f"{source.label}\n{source.text}" for source in prompt.sources}
+            labelled = {source.n: source.block() for source in prompt.sources}
             refusal_reason = other_subject_reason(question, {n: labelled[n] for n in cited if n in labelled}, labelled)
         refused = refusal_reason is not None
         citations = []

@@ -24,6 +24,7 @@ def attribute_citations(
     """(answer text with the added markers, sentences with their citations, source numbers added)."""
     updated = list(sentences)
     insertions: list[tuple[int, int]] = []  # (position in text, source number)
+    added: set[int] = set()
     for index, sentence in enumerate(sentences):
         if sentence.cited or sentence.kind == "heading":
             continue
@@ -31,12 +32,12 @@ def attribute_citations(
             trial = check_support([replace(sentence, cited=frozenset({number}))], {number: source})
             if trial.details and trial.details[0].checked and trial.details[0].supported:
                 updated[index] = replace(sentence, cited=frozenset({number}), inherited=False)
+                added.add(number)
                 if sentence.kind != "code":
                     insertions.append((_marker_position(text, sentence), number))
                 break
     for position, number in sorted(insertions, reverse=True):
         text = f"{text[:position]} [{number}]{text[position:]}"
-    added = {next(iter(s.cited)) for s, before in zip(updated, sentences, strict=True) if s.cited and not before.cited}
     return text, updated, sorted(added)
 
 
