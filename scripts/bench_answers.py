@@ -14,7 +14,9 @@ the share of answerable questions whose gold file was in the context, refusal pr
 prompt tokens, and how much of the time to first token llama.cpp spent on prompt prefill by its
 own timers versus everything else (our overhead: retrieval, prompt assembly, queueing).
 
-Usage: python scripts/bench_answers.py [--limit N] [--sets runbooks,demo] [--json OUT]
+Usage: python scripts/bench_answers.py [--limit N] [--sets runbooks,demo] [--json OUT] [--compare EARLIER]
+--compare reads an earlier --json output and reports, per set, the questions whose answers gained or
+lost their key phrases or changed refusal, and how many answers the model wrote word for word the same.
 Settings of the appliance side: defaults and APPLIANCE_<SECTION>_<FIELD> variables, as for the CLI.
 """
 
@@ -36,6 +38,7 @@ import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.answerer import Answerer
 from appliance.answer.prompt import REFUSAL
 from appliance.config import Settings, load_settings
+from appliance.evaluate.paired import compare_runs
 from appliance.evaluate.runner import QAItem, load_qa
 from appliance.ingest.pipeline import ingest
 from appliance.models.generation import ChatMessage, Generator, load_generator
@@ -235,7 +238,11 @@ def main() -> int:
     parser.add_argument(
         "--runbooks-set", choices=["heldout", "tune"], default="heldout", help="tune: the questions to tune on."
     )
+    parser.add_argument(
+        "--compare", type=Path, default=None, help="An earlier --json output: report what moved, question by question."
+    )
     args = parser.parse_args()
+    earlier = json.loads(args.compare.read_text()) if args.compare else {}
     results: dict[str, Any] = {}
     for name in args.sets.split(","):
         roots, qa = (
@@ -268,6 +275,9 @@ def main() -> int:
         if args.json:  # after each set: a long run that is stopped still leaves its figures
             args.json.write_text(json.dumps(results, indent=1))
     report = {name: {k: v for k, v in r.items() if not k.endswith("rows")} for name, r in results.items()}
+    for name, result in results.items():
+        if name in earlier:
+            report[name]["compared_with_earlier"] = compare_runs(earlier[name]["rows"], result["rows"]).as_json()
     print(json.dumps(report, indent=2))
     if args.json:
         args.json.write_text(json.dumps(results, indent=1))
