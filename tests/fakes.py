@@ -54,6 +54,9 @@ class ScriptedGenerator:
             raise GeneratorBusy("the model is busy: 8 requests are waiting (setting generator.queue_size)")
         box = StatsBox()
         words = self.answer.split(" ")
+        # Like llama.cpp: a word per token, cut at max_tokens with finish_reason "length".
+        finish = "length" if max_tokens is not None and len(words) > max_tokens else "stop"
+        words = words[:max_tokens] if max_tokens is not None else words
 
         def pieces() -> Iterator[str]:
             try:
@@ -64,7 +67,7 @@ class ScriptedGenerator:
                         time.sleep(self.delay_s)
                     self.produced += 1
                     yield word if i == 0 else " " + word
-                box.stats = GenerationStats(self.prompt_tokens(messages), len(words), 5.0, 5.0, 1.0, 2.0, 0.0, "stop")
+                box.stats = GenerationStats(self.prompt_tokens(messages), len(words), 5.0, 5.0, 1.0, 2.0, 0.0, finish)
             finally:
                 self.closed.set()
 

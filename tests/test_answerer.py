@@ -142,7 +142,9 @@ def test_ask_json_contract(indexed: Settings, cli_env: dict[str, str], monkeypat
         "evidence",
         "timings_ms",
         "model",
+        "truncated",
     } <= set(data)
+    assert data["truncated"] == (data["generation"]["finish_reason"] == "length")
     assert {"retrieve", "first_token", "total"} <= set(data["timings_ms"])
     for citation in data["citations"]:
         assert set(citation) == {"n", "chunk_id", "path", "section", "page"}
@@ -222,3 +224,28 @@ def test_a_value_that_the_sources_give_answers_a_question_asking_for_one(indexed
     generator = ScriptedGenerator("Call extension 2100 if a white cloud shows a leak [1].")
     result = Answerer(indexed, generator=generator).ask("What number do I call on a leak?")  # type: ignore[arg-type]
     assert not result.refused and result.grounded and result.answer.startswith("Call extension 2100")
+
+
+def test_an_answer_cut_at_the_token_limit_is_flagged_and_the_cli_says_its_last_steps_may_be_missing(
+    indexed: Settings, cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    steps = (
+        "Close VLV-3042-B [1]. Wait until the vacuum regulator gauge reads zero [1]. "
+        "Replace the lead gasket RW-GSK-0410 at every connection [1]."
+    )  # 22 words: the scripted model writes one token per word
+    short = indexed.model_copy(update={"generator": indexed.generator.model_copy(update={"max_tokens": 16})})
+    question = "What do I close before the cylinder change?"
+    cut = Answerer(short, generator=ScriptedGenerator(steps)).ask(question)  # type: ignore[arg-type]
+    assert cut.truncated and cut.generation["finish_reason"] == "length" and not cut.refused
+    assert "Replace the lead gasket" in cut.answer and "every connection" not in cut.answer
+    whole = Answerer(indexed, generator=ScriptedGenerator(steps)).ask(question)  # type: ignore[arg-type]
+    assert not whole.truncated and whole.as_json()["truncated"] is False
+
+    monkeypatch.setenv("APPLIANCE_GENERATOR_MAX_TOKENS", "16")
+    monkeypatch.setattr(
+        "appliance.cli.ask_command.Answerer",
+        lambda settings: Answerer(settings, generator=ScriptedGenerator(steps)),  # type: ignore[arg-type]
+    )
+    printed = CliRunner().invoke(cli, ["ask", question])
+    assert printed.exit_code == 0, printed.output
+    assert "cut at the length limit (generator.max_tokens): its last steps may be missing" in printed.output

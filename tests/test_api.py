@@ -404,6 +404,22 @@ def test_chat_completion_streams_openai_chunks_and_done(client: TestClient) -> N
     assert chunks[-1]["choices"][0]["finish_reason"] == "stop" and chunks[-1]["appliance"]["refused"] is False
 
 
+def test_chat_completion_cut_at_the_token_limit_finishes_with_length(api_settings: Settings) -> None:
+    short = api_settings.model_copy(update={"generator": api_settings.generator.model_copy(update={"max_tokens": 3})})
+    client = make_client(short)
+    for stream in (False, True):
+        response = client.post(
+            "/v1/chat/completions", json={"messages": [{"role": "user", "content": QUESTION}], "stream": stream}
+        )
+        if stream:
+            last = [json.loads(data) for _, data in parse_sse(response.text)[:-1]][-1]
+            finish, extension = last["choices"][0]["finish_reason"], last["appliance"]
+        else:
+            data = response.json()
+            finish, extension = data["choices"][0]["finish_reason"], data["appliance"]
+        assert finish == "length" and extension["truncated"] is True
+
+
 def test_chat_completion_without_a_usable_user_message_is_422(client: TestClient) -> None:
     body = {"messages": [{"role": "system", "content": "x"}]}
     assert assert_problem(client.post("/v1/chat/completions", json=body), 422)["errors"][0]["field"] == "messages"

@@ -13,6 +13,7 @@ that downloads browsers). Without them the test is skipped with the reason.
 
 from __future__ import annotations
 
+import re
 import shutil
 import socket
 import threading
@@ -72,6 +73,8 @@ FIRST_HALF = "Close the cylinder valve VLV-3042-B"
 ANSWER = FIRST_HALF + " and wait until the vacuum regulator gauge reads zero [1]."
 UNSUPPORTED = "Close VLV-3042-B [1]. Then open valve VLV-9999-Z to vent [7]."
 REFUSED_QUESTION = "How do I restart the Zabbix agent on the bastion hosts?"
+# Longer than generator.max_tokens (384; one token per word here): the model is cut off.
+CUT = ANSWER + " " + " ".join(["Replace the lead gasket RW-GSK-0410 at every connection [1]."] * 45)
 
 
 class GatedGenerator:
@@ -97,6 +100,8 @@ class GatedGenerator:
     def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
         box = StatsBox()
         words = self.answers[min(self.calls, len(self.answers) - 1)].split(" ")
+        finish = "length" if max_tokens is not None and len(words) > max_tokens else "stop"
+        words = words[:max_tokens] if max_tokens is not None else words
         pause_at = len(self.pause_after.split(" ")) if self.calls == 0 else -1
         self.calls += 1
 
@@ -105,7 +110,7 @@ class GatedGenerator:
                 if i == pause_at:
                     self.gate.wait(timeout=20)  # never hang the suite if the page does not get here
                 yield word if i == 0 else " " + word
-            box.stats = GenerationStats(self.prompt_tokens(messages), len(words), 5.0, 5.0, 1.0, 2.0, 0.0, "stop")
+            box.stats = GenerationStats(self.prompt_tokens(messages), len(words), 5.0, 5.0, 1.0, 2.0, 0.0, finish)
 
         return GenerationStream(pieces(), box)  # type: ignore[arg-type]
 
@@ -152,7 +157,7 @@ def token(indexed: Settings) -> str:
 
 @pytest.fixture
 def generator() -> Iterator[GatedGenerator]:
-    gen = GatedGenerator([ANSWER, UNSUPPORTED], FIRST_HALF)
+    gen = GatedGenerator([ANSWER, UNSUPPORTED, CUT], FIRST_HALF)
     yield gen
     gen.gate.set()
 
@@ -307,6 +312,13 @@ def test_operator_page_in_a_real_browser(server: str, token: str, generator: Gat
             expect(page.locator("#answer")).not_to_contain_text("[7]")
             expect(page.locator("#refusal")).to_be_hidden()
             page.screenshot(path=str(ARTIFACTS / "web-page-warning.png"))
+
+            # --- an answer cut at the token limit: never shown as complete -------------------------------
+            question.fill(QUESTION)
+            question.press("Enter")
+            expect(main).to_have_attribute("data-state", "done")
+            expect(page.locator("#badge")).to_contain_text("cut at the length limit")
+            expect(page.locator("#badge")).to_have_class(re.compile(r"\bwarn\b"))
 
             # --- clearing the token forgets it ----------------------------------------------------------
             page.locator("#token-box summary").click()

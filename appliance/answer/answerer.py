@@ -82,6 +82,9 @@ class AnswerResult:
     attributed_citations: list[int] = field(default_factory=list)
     prompt: dict[str, int] = field(default_factory=dict)
     generation: dict[str, Any] = field(default_factory=dict)
+    # The model stopped at generator.max_tokens: the answer may lack its last steps (22% of the runbook
+    # tune answers did with 384 tokens), so it is never shown as complete.
+    truncated: bool = False
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -293,6 +296,7 @@ class Answerer:
             attributed_citations=[] if refused else attributed,
             prompt={"tokens": prompt.prompt_tokens, "sources": len(prompt.sources), "dropped": prompt.dropped},
             generation=generation,
+            truncated=not refused and stats is not None and stats.finish_reason == "length",
         )
 
 

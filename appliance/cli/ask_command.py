@@ -46,6 +46,14 @@ def _print_result(result: AnswerResult, streamed: bool) -> None:
         click.echo(click.style("Check before acting: some statements are not supported by their citations:", fg="red"))
         for sentence in result.unsupported:
             click.echo(f"  - {sentence}")
+    if result.truncated:
+        click.echo(
+            click.style(
+                "The answer was cut at the length limit (generator.max_tokens): its last steps may be missing; "
+                "read the cited sources to the end.",
+                fg="yellow",
+            )
+        )
     if result.citations:
         click.echo(click.style("Citations:", underline=True))
         for citation in result.citations:

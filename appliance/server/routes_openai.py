@@ -49,7 +49,13 @@ def appliance_extension(result: AnswerResult) -> dict[str, Any]:
         "citations": [asdict(c) for c in result.citations],
         "grounded": result.grounded,
         "refused": result.refused,
+        "truncated": result.truncated,
     }
+
+
+def _finish_reason(result: AnswerResult) -> str:
+    """OpenAI's own words: "length" when the model was cut at generator.max_tokens."""
+    return "length" if result.truncated else "stop"
 
 
 def _question(body: ChatCompletionRequest, limit: int) -> str:
@@ -107,7 +113,7 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, princi
                 {
                     "index": 0,
                     "message": {"role": "assistant", "content": result.answer + sources_block(result)},
-                    "finish_reason": "stop",
+                    "finish_reason": _finish_reason(result),
                 }
             ],
             "usage": {
@@ -155,7 +161,7 @@ async def _chat_stream(
                     tail = ("" if streamed else result.answer) + sources_block(result)
                     if tail:
                         yield chunk({"content": tail})
-                    yield chunk({}, "stop", appliance=appliance_extension(result))
+                    yield chunk({}, _finish_reason(result), appliance=appliance_extension(result))
         except Exception as exc:
             problem = stream_problem(request, exc)
             error = {"message": problem.detail, "type": problem.kind, "code": problem.status}

@@ -411,6 +411,10 @@
       kind = "warn";
       text = "⚠ Check before acting: this answer could not be checked against the passages.";
     }
+    if (result.truncated) {
+      kind = "warn";
+      text += " The answer was cut at the length limit: its last steps may be missing; read the cited passages to the end.";
+    }
     ui.badge.className = "badge " + kind;
     ui.badge.textContent = text;
     show(ui.badge, true);
