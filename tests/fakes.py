@@ -18,6 +18,14 @@ from appliance.models.generation.base import StatsBox
 SCRIPTED_ANSWER = "Close the cylinder valve VLV-3042-B and wait until the vacuum regulator gauge reads zero [1]."
 
 
+def cut_at_max_tokens(words: list[str], max_tokens: int | None) -> tuple[list[str], str]:
+    """Like llama.cpp, with a word per token: the words within `max_tokens` and the finish reason
+    ("length" when the answer was cut)."""
+    if max_tokens is None or len(words) <= max_tokens:
+        return words, "stop"
+    return words[:max_tokens], "length"
+
+
 class ScriptedGenerator:
     """'Writes' a fixed answer through the real stream protocol; can be busy, fail, or go slowly."""
 
@@ -54,9 +62,7 @@ class ScriptedGenerator:
             raise GeneratorBusy("the model is busy: 8 requests are waiting (setting generator.queue_size)")
         box = StatsBox()
         words = self.answer.split(" ")
-        # Like llama.cpp: a word per token, cut at max_tokens with finish_reason "length".
-        finish = "length" if max_tokens is not None and len(words) > max_tokens else "stop"
-        words = words[:max_tokens] if max_tokens is not None else words
+        words, finish = cut_at_max_tokens(words, max_tokens)
 
         def pieces() -> Iterator[str]:
             try:

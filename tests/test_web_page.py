@@ -32,6 +32,7 @@ from appliance.ingest.pipeline import ingest
 from appliance.models.generation import ChatMessage, GenerationStats, GenerationStream
 from appliance.models.generation.base import StatsBox
 from appliance.server.app import create_app
+from tests.fakes import cut_at_max_tokens
 
 CHROMIUM = "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")
 CHROMIUM_ARGS = [
@@ -100,8 +101,7 @@ class GatedGenerator:
     def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
         box = StatsBox()
         words = self.answers[min(self.calls, len(self.answers) - 1)].split(" ")
-        finish = "length" if max_tokens is not None and len(words) > max_tokens else "stop"
-        words = words[:max_tokens] if max_tokens is not None else words
+        words, finish = cut_at_max_tokens(words, max_tokens)
         pause_at = len(self.pause_after.split(" ")) if self.calls == 0 else -1
         self.calls += 1
 
