@@ -158,6 +158,10 @@ def build_prompt(
     # already given as a neighbour bring its own followers, put every key phrase in 85% of tune prompts
     # (77% now) but the answers gained 1 and lost 4 of 29 (numeric noise alone moves about 2, evaluate/paired.py):
     # more of one document distracts the 1.5B model.
+    # Whole chunks, not the sentences that best match the question: keeping only the best-matching
+    # sentences of the top 6 (or 12) chunks within the same 1,100 tokens put every key phrase in 55% (48%)
+    # of tune prompts against 72% for windows. The phrase an answer needs (a threshold, a file name) is
+    # often in a sentence that shares no word with the question.
     for rank, chunk in enumerate(candidates):
         if chunk.id in included:
             # Already given as a neighbour: it now counts as retrieved, for ordering and citations.
