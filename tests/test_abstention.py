@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from appliance.answer.abstention import abstention_reason, asked_quantity, other_subject_reason
+from appliance.answer.abstention import abstention_reason, asked_quantity, gives_value, other_subject_reason
 from appliance.answer.citations import parse_citations
 from appliance.answer.support import check_support
 
@@ -61,6 +61,22 @@ def test_a_supported_sentence_with_a_number_answers_it_and_procedures_are_never_
         abstention_reason("how many node failures can the cluster tolerate?", check_support(report.sentences, source))
         is None
     )
+
+
+SPILL = "Call the State Environmental Emergency line (555-0195) within 1 hour for any spill reaching a storm drain."
+
+
+def test_a_phone_number_or_an_address_answers_a_value_question_but_a_tag_or_the_questions_own_value_does_not() -> None:
+    def reason(question: str, answer: str) -> str | None:
+        report = parse_citations(answer, 1)
+        return abstention_reason(question, check_support(report.sentences, {1: SPILL}))
+
+    question = "a spill made it into a storm drain - what's the number for the state line?"
+    assert reason(question, "The state line for the spill is 555-0195 [1].") is None
+    assert reason(question, "Call the State Environmental Emergency line [1].") is not None
+    assert gives_value("The API answers on 10.0.4.17.")
+    assert not gives_value("Exercise VLV-3042-B as SOP-DST-001 says.")
+    assert not gives_value("Call 555-0195.", question="is 555-0195 the state line?")
 
 
 # --- an answer about a sibling -----------------------------------------------------------------

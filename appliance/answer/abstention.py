@@ -5,8 +5,9 @@ never mention. It cannot see a near miss: the runbook for the alert exists, but 
 the threshold, schedule or count that is asked. Asked anyway, a small model answers with a
 neighbouring fact or an invented value. Most near misses ask for a value, and that is checked:
 when the question asks for a quantity (how often, how many, what percentage, what time, a
-maximum…) and no supported sentence of the answer holds a number, the value asked for is not in
-the sources, and the result is a refusal ("The documents do not cover this.") that still lists
+maximum…) and no supported sentence of the answer holds a number (or a value written with
+separators, such as the phone number 555-0195, that the question does not name), the value asked
+for is not in the sources, and the result is a refusal ("The documents do not cover this.") that still lists
 the sources the model was given, with the reason.
 
 A second near miss names a sibling: the question asks about PS-3 while the answer cites only the
@@ -46,11 +47,27 @@ def asked_quantity(question: str) -> str | None:
     return " ".join(match.group(0).split()) if match else None
 
 
+# A value written with separators, such as a phone number (555-0195) or an address (10.0.4.17), is an
+# identifier to the support check, not a number; it answers "what's the number" all the same.
+_DIGIT_VALUE = re.compile(r"\+?\(?\d[\d\-.()/: ]*\d")
+
+
+def gives_value(sentence: str, question: str = "") -> bool:
+    """Whether the sentence states a value: a number, or a digit-led identifier the question did not name."""
+    terms = extract_terms(sentence)
+    if terms.numbers:
+        return True
+    named = {identifier.casefold() for identifier in extract_terms(question).identifiers}
+    return any(
+        _DIGIT_VALUE.fullmatch(identifier) and identifier.casefold() not in named for identifier in terms.identifiers
+    )
+
+
 def abstention_reason(question: str, support: SupportReport) -> str | None:
     """Why the checked answer must be replaced by a refusal, or None when it may stand."""
     supported = [detail for detail in support.details if detail.checked and detail.supported]
     asked = asked_quantity(question)
-    if asked and not any(extract_terms(detail.sentence).numbers for detail in supported):
+    if asked and not any(gives_value(detail.sentence, question) for detail in supported):
         return f"the question asks for a value ({asked!r}) and no supported sentence of the answer gives one"
     return None
 
