@@ -171,6 +171,25 @@ def test_a_copied_sentence_without_a_marker_gets_its_source_cited_and_is_checked
     assert not result.grounded
 
 
+def test_a_sentence_naming_the_document_id_of_its_sources_title_is_supported(
+    settings: Settings, tmp_path: Path
+) -> None:
+    root = tmp_path / "lab"
+    root.mkdir()
+    (root / "hold-times.md").write_text(
+        "# SOP-LAB-001 Sample collection\n\n## Hold times\n\n"
+        "Coliform samples must reach the contract laboratory within 30 h of collection.\n"
+    )
+    ingest(settings, [root])
+    answer = "As SOP-LAB-001 says, coliform samples must reach the contract laboratory within 30 h of collection [1]."
+    result = Answerer(settings, generator=ScriptedGenerator(answer)).ask("coliform hold time before the lab?")  # type: ignore[arg-type]
+    assert result.grounded and not result.unsupported, "the model read the ID in the source's label"
+    # Only the label's identifiers count: a document ID the label does not hold is still unsupported.
+    other = answer.replace("SOP-LAB-001", "SOP-LAB-002")
+    result = Answerer(settings, generator=ScriptedGenerator(other)).ask("coliform hold time before the lab?")  # type: ignore[arg-type]
+    assert not result.grounded and result.unsupported == [other.replace(" [1].", ".")]
+
+
 # --- abstention: a generated answer that is not an answer from the documents ---------------------
 
 

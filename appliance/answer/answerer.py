@@ -18,7 +18,7 @@ from appliance.answer.attribution import attribute_citations
 from appliance.answer.citations import parse_citations
 from appliance.answer.evidence_sentences import best_sentences
 from appliance.answer.prompt import REFUSAL, Prompt, Source, build_prompt
-from appliance.answer.support import check_support
+from appliance.answer.support import check_support, extract_terms
 from appliance.config import Settings
 from appliance.index.catalog import ChunkRow
 from appliance.models.generation import ChatMessage, Generator, load_generator
@@ -101,6 +101,17 @@ class AnswerEvent:
     evidence: list[EvidenceItem] | None = None
     text: str | None = None
     result: AnswerResult | None = None
+
+
+def checked_text(source: Source) -> str:
+    """What an answer citing `source` is checked against: the passage, and the identifiers its label names.
+
+    The model reads the label too, so "as SOP-LAB-001 says [1]" is not unsupported when SOP-LAB-001 is in
+    the title. Only identifiers: with the label's words as well, a tune question the runbooks do not
+    answer (how many gitaly-ruby workers) got a grounded answer made of the title's words.
+    """
+    identifiers = extract_terms(source.label).identifiers
+    return f"{source.text}\n{' '.join(identifiers)}" if identifiers else source.text
 
 
 class Answerer:
@@ -251,7 +262,7 @@ class Answerer:
     ) -> AnswerResult:
         report = parse_citations(raw_answer.strip(), len(prompt.sources))
         by_number = {source.n: source for source in prompt.sources}
-        source_texts = {source.n: source.text for source in prompt.sources}
+        source_texts = {source.n: checked_text(source) for source in prompt.sources}
         text, sentences, attributed = attribute_citations(report.text, report.sentences, source_texts)
         support = check_support(sentences, source_texts, embed=self.searcher.embedder.embed, question=question)
         if _MODEL_REFUSAL.search(report.text) and not report.cited:
