@@ -22,8 +22,9 @@ a Link rel="xet-auth" to /api/models/{repo}/xet-read-token/{rev}, which this hub
 client that tries Xet fails, and the request log shows it).
 
 Errors carry the hub's X-Error-Code: RepoNotFound (401), RevisionNotFound (404), EntryNotFound (404).
-Every request is recorded (`requests`); `corrupt(repo, path)` makes the server send that file with one
-byte flipped while every piece of metadata (sizes, LFS sha256, ETags) still describes the original.
+Every request is recorded (`requests`) before it is answered; `corrupt(repo, path)` makes the server
+send that file with one byte flipped while every piece of metadata (sizes, LFS sha256, ETags) still
+describes the original.
 
 `build_tiny_sentence_transformer` (torch and transformers, imported only when it is called) writes a real
 but tiny sentence-transformers model to serve.
@@ -166,6 +167,7 @@ def _make_handler(hub: FakeHub, server_name: str) -> type[BaseHTTPRequestHandler
             split = urlsplit(self.path)
             path = unquote(split.path)
             self._record_file: str | None = None
+            self._recorded = False
             try:
                 if server_name == "cdn":
                     self._cdn(path, body)
@@ -174,18 +176,27 @@ def _make_handler(hub: FakeHub, server_name: str) -> type[BaseHTTPRequestHandler
                 else:
                     self._resolve(path, body)
             finally:
-                hub.record(
-                    Request(
-                        server=server_name,
-                        method=self.command,
-                        path=path,
-                        query=split.query,
-                        file=self._record_file,
-                        authorization=self.headers.get("Authorization"),
-                    )
+                self._record()  # a request that failed before answering is recorded too
+
+        def _record(self) -> None:
+            # Before the answer goes out: a client that raises on it (a 404) must find its request recorded.
+            if self._recorded:
+                return
+            self._recorded = True
+            split = urlsplit(self.path)
+            hub.record(
+                Request(
+                    server=server_name,
+                    method=self.command,
+                    path=unquote(split.path),
+                    query=split.query,
+                    file=self._record_file,
+                    authorization=self.headers.get("Authorization"),
                 )
+            )
 
         def _send(self, status: int, data: bytes, headers: dict[str, str], body: bool) -> None:
+            self._record()
             self.send_response(status)
             for name, value in headers.items():
                 self.send_header(name, value)
