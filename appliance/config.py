@@ -188,6 +188,18 @@ class AnswerSettings(Section):
     evidence_sentences: int = Field(2, ge=1, le=10, description="Best-matching sentences shown per source.")
 
 
+class FollowupSettings(Section):
+    rewrite: Literal["none", "rule", "model", "both"] = Field(
+        "rule",
+        description="How a follow-up becomes the standalone question that is searched: none (the last question "
+        "alone), rule (the earlier questions, then the last), model (the local model rewrites it), both (the "
+        "model's rewrite, the rule's text when the rewrite fails its checks). scripts/bench_mtrag.py measures them.",
+    )
+    max_turns: int = Field(
+        1, ge=1, le=10, description="Earlier questions (with their answers, for the model) a follow-up is read with."
+    )
+
+
 class ServerSettings(Section):
     host: str = Field("127.0.0.1", description="Listen address; any non-loopback address requires a token.")
     port: int = Field(8080, ge=1, le=65535, description="Listen port.")
@@ -218,6 +230,7 @@ class Settings(Section):
     evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)  # type: ignore[arg-type]
     generator: GeneratorSettings = Field(default_factory=GeneratorSettings)  # type: ignore[arg-type]
     answer: AnswerSettings = Field(default_factory=AnswerSettings)  # type: ignore[arg-type]
+    followup: FollowupSettings = Field(default_factory=FollowupSettings)  # type: ignore[arg-type]
     server: ServerSettings = Field(default_factory=ServerSettings)  # type: ignore[arg-type]
     audit: AuditSettings = Field(default_factory=AuditSettings)  # type: ignore[arg-type]
 

@@ -53,3 +53,14 @@ class VectorStoreUnavailable(ApplianceError):
     answering. The CLI exits 1; the API answers 503."""
 
     exit_code = 1
+
+
+class DocumentUnavailable(ApplianceError):
+    """An indexed document's original file cannot be served as it is (the API answers `status`):
+    unknown or not indexed (404), gone from disk (410), or no longer what was indexed in a way that
+    must not be served: a link out of its source, not a regular file, unreadable (409)."""
+
+    def __init__(self, status: int, title: str, detail: str) -> None:
+        super().__init__(detail)
+        self.status = status
+        self.title = title

@@ -147,8 +147,12 @@ def test_ask_json_contract(indexed: Settings, cli_env: dict[str, str], monkeypat
     assert data["truncated"] == (data["generation"]["finish_reason"] == "length")
     assert {"retrieve", "first_token", "total"} <= set(data["timings_ms"])
     for citation in data["citations"]:
-        assert set(citation) == {"n", "chunk_id", "path", "section", "page"}
-    assert data["evidence"] and {"n", "chunk_id", "path", "section", "page", "sentences"} <= set(data["evidence"][0])
+        assert set(citation) == {"n", "chunk_id", "path", "section", "page", "document_id"}
+        assert isinstance(citation["document_id"], int)  # GET /v1/documents/{document_id}/file opens it
+    assert data["evidence"] and {"n", "chunk_id", "path", "section", "page", "sentences", "document_id"} <= set(
+        data["evidence"][0]
+    )
+    assert data["searched"] == data["question"] and data["rewrite"] == "none"  # a first question as asked
 
 
 def test_ask_refusal_json_has_no_model_and_lists_the_closest_passages(

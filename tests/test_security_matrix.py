@@ -92,7 +92,7 @@ def test_every_caller_on_every_route(client: TestClient, secured: dict[str, Any]
     print(f"\nauth matrix: {len(report.cells)} cells, {report.responses_checked} responses checked")
     assert [f"{c.caller} {c.method} {c.path}: {c.got} != {c.expected}" for c in report.failures] == []
     assert report.findings == []
-    assert len(report.cells) == 8 * (6 + 8)
+    assert len(report.cells) == 8 * (8 + 8)
 
     assert SCRIPTED_ANSWER in report.answers
     scanned, leaks = find_leaks(log_files(tmp_path), secrets(secured), report.answers)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
@@ -17,7 +17,8 @@ from appliance.answer.abstention import abstention_reason, other_subject_reason
 from appliance.answer.attribution import attribute_citations
 from appliance.answer.citations import parse_citations
 from appliance.answer.evidence_sentences import best_sentences
-from appliance.answer.prompt import REFUSAL, Prompt, Source, build_prompt
+from appliance.answer.followup import Standalone, Turn, standalone_question
+from appliance.answer.prompt import REFUSAL, SYSTEM_PROMPT, Prompt, Source, build_prompt
 from appliance.answer.support import check_support, extract_terms
 from appliance.config import Settings
 from appliance.index.catalog import ChunkRow
@@ -53,6 +54,8 @@ class EvidenceItem:
     sentences: list[EvidenceSentence]
     # The chunks whose joined text `text` is, in document order (the retrieved one and its window).
     chunk_ids: list[str] = field(default_factory=list)
+    # The document's id for GET /v1/documents/{id}/file and /view (None if it left the index meanwhile).
+    document_id: int | None = None
 
 
 @dataclass(frozen=True)
@@ -62,6 +65,7 @@ class Citation:
     path: str
     section: str
     page: int | None
+    document_id: int | None = None
 
 
 @dataclass
@@ -85,6 +89,9 @@ class AnswerResult:
     # The model stopped at generator.max_tokens: the answer may lack its last steps (22% of the runbook
     # tune answers did with 384 tokens), so it is never shown as complete.
     truncated: bool = False
+    # What was searched and answered: `question` itself, or a follow-up made standalone (answer/followup.py).
+    searched: str = ""
+    rewrite: str = "none"  # the method that made `searched` ("none" for a first question)
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -135,17 +142,40 @@ class Answerer:
         if self._generator is not None:
             self._generator.close()
 
-    def ask(self, question: str, *, k: int | None = None, filters: Filters = NO_FILTERS) -> AnswerResult:
-        for event in self.events(question, k=k, filters=filters):
+    def ask(
+        self, question: str, *, k: int | None = None, filters: Filters = NO_FILTERS, history: Sequence[Turn] = ()
+    ) -> AnswerResult:
+        for event in self.events(question, k=k, filters=filters, history=history):
             if event.kind == "done" and event.result is not None:
                 return event.result
         raise RuntimeError("the answer stream ended without a result")  # pragma: no cover
 
-    def events(self, question: str, *, k: int | None = None, filters: Filters = NO_FILTERS) -> Iterator[AnswerEvent]:
+    def standalone(self, question: str, history: Sequence[Turn]) -> Standalone:
+        """The question to search and answer: a follow-up rewritten with the conversation (setting followup.*)."""
+        method = self.settings.followup.rewrite
+        return standalone_question(
+            question,
+            history,
+            method=method,
+            max_turns=self.settings.followup.max_turns,
+            generator=self.generator if method in ("model", "both") and history else None,
+            system=SYSTEM_PROMPT,
+            known=self.searcher.index.catalog.knows_word,
+        )
+
+    def events(
+        self, question: str, *, k: int | None = None, filters: Filters = NO_FILTERS, history: Sequence[Turn] = ()
+    ) -> Iterator[AnswerEvent]:
+        """The answer's events. With `history` (earlier turns) the question is made standalone first; the
+        earlier answers are never given to the model as sources, only the retrieved passages are."""
         started = time.perf_counter()
+        standalone = self.standalone(question, history)
+        asked, question = question, standalone.question
         max_sources = k or self.settings.answer.max_sources
         found = self.searcher.search(question, k=max(max_sources, REFUSAL_CLOSEST), filters=filters)
         timings = {"retrieve": found.timings_ms.get("total", 0.0) - found.timings_ms.get("rerank", 0.0)}
+        if standalone.method != "none":
+            timings["rewrite"] = standalone.ms
         if "rerank" in found.timings_ms:
             timings["rerank"] = found.timings_ms["rerank"]
         rows = self._rows(found.hits)
@@ -156,7 +186,8 @@ class Answerer:
             ]
             yield AnswerEvent("evidence", evidence=closest)
             timings["total"] = _ms(started)
-            yield AnswerEvent("done", result=self._refusal(question, closest, timings, found.evidence.reason))
+            result = self._refusal(question, closest, timings, found.evidence.reason)
+            yield AnswerEvent("done", result=_as_asked(result, asked, standalone))
             return
 
         generator = self.generator
@@ -181,7 +212,9 @@ class Answerer:
                 f"no passage fits the prompt budget of {budget} tokens "
                 "(settings answer.max_prompt_tokens, generator.n_ctx, generator.max_tokens)"
             )
-            yield AnswerEvent("done", result=self._refusal(question, closest, timings, reason))
+            yield AnswerEvent(
+                "done", result=_as_asked(self._refusal(question, closest, timings, reason), asked, standalone)
+            )
             return
         evidence = [
             self._evidence_item(
@@ -203,7 +236,8 @@ class Answerer:
         stats = stream.stats
         timings["first_token"] = first_token_ms if first_token_ms is not None else _ms(started)
         timings["total"] = _ms(started)
-        yield AnswerEvent("done", result=self._checked(question, "".join(pieces), prompt, evidence, timings, stats))
+        result = self._checked(question, "".join(pieces), prompt, evidence, timings, stats)
+        yield AnswerEvent("done", result=_as_asked(result, asked, standalone))
 
     # --- helpers -----------------------------------------------------------------------------
 
@@ -221,6 +255,7 @@ class Answerer:
     ) -> EvidenceItem:
         passage = text if text is not None else row.text
         spans = best_sentences(question, passage, k=self.settings.answer.evidence_sentences)
+        files = self.searcher.index.catalog.document_files([row.document_path])
         return EvidenceItem(
             n=n,
             chunk_id=row.id,
@@ -232,6 +267,7 @@ class Answerer:
             text=passage,
             sentences=[EvidenceSentence(passage[s:e], s, e, round(score, 4)) for s, e, score in spans],
             chunk_ids=[chunk.id for chunk in window] or [row.id],
+            document_id=files[row.document_path][0] if row.document_path in files else None,
         )
 
     def _refusal(
@@ -279,7 +315,8 @@ class Answerer:
         for n in cited:
             # A source may span several chunks: cite the one holding the words that rely on it.
             chunk = by_number[n].chunk_for([sentence.text for sentence in sentences if n in sentence.cited])
-            citations.append(Citation(n, chunk.id, chunk.document_path, chunk.section, chunk.page))
+            document_id = next((item.document_id for item in evidence if item.path == chunk.document_path), None)
+            citations.append(Citation(n, chunk.id, chunk.document_path, chunk.section, chunk.page, document_id))
         generation: dict[str, Any] = {}
         if stats is not None:
             generation = {
@@ -309,6 +346,14 @@ class Answerer:
             generation=generation,
             truncated=not refused and stats is not None and stats.finish_reason == "length",
         )
+
+
+def _as_asked(result: AnswerResult, asked: str, standalone: Standalone) -> AnswerResult:
+    """The result under the operator's own words, with what was searched beside them."""
+    result.searched = result.question
+    result.question = asked
+    result.rewrite = standalone.method
+    return result
 
 
 def _hit_of(hits: list[Hit], source: Source) -> Hit | None:

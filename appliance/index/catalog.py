@@ -120,6 +120,34 @@ class Catalog:
         row = self.conn.execute("SELECT * FROM documents WHERE path = ?", (path,)).fetchone()
         return DocumentRow(*row) if row else None
 
+    def document_by_id(self, document_id: int) -> DocumentRow | None:
+        row = self.conn.execute("SELECT * FROM documents WHERE id = ?", (document_id,)).fetchone()
+        return DocumentRow(*row) if row else None
+
+    def document_files(self, paths: Iterable[str]) -> dict[str, tuple[int, str]]:
+        """Display path → (document id, absolute file path) of these documents, for links to the original."""
+        wanted = list(dict.fromkeys(paths))
+        found: dict[str, tuple[int, str]] = {}
+        for start in range(0, len(wanted), 500):
+            batch = wanted[start : start + 500]
+            marks = ",".join("?" * len(batch))
+            for path, doc_id, abs_path in self.conn.execute(
+                f"SELECT path, id, abs_path FROM documents WHERE path IN ({marks})", batch
+            ):
+                found[path] = (int(doc_id), str(abs_path))
+        return found
+
+    def knows_word(self, word: str) -> bool:
+        """Whether any chunk holds this word (stemmed, as the word index reads it)."""
+        quoted = '"' + word.replace('"', '""') + '"'
+        try:
+            return (
+                self.conn.execute("SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT 1", (quoted,)).fetchone()
+                is not None
+            )
+        except sqlite3.OperationalError:
+            return False  # a word the tokenizer reduces to nothing
+
     def touch_document(self, path: str, mtime: float) -> None:
         """Same content, new mtime (e.g. `touch`): remember it so the next scan skips hashing."""
         self.conn.execute("UPDATE documents SET mtime = ? WHERE path = ?", (mtime, path))

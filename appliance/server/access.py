@@ -89,5 +89,6 @@ def require(action: str) -> Callable[[Request], Awaitable[Principal]]:
 # Route parameter types: `principal: CanAsk` authenticates the caller and checks the action.
 CanAsk = Annotated[Principal, Depends(require("ask"))]
 CanSearch = Annotated[Principal, Depends(require("search"))]
+CanOpenDocuments = Annotated[Principal, Depends(require("open"))]
 CanListDocuments = Annotated[Principal, Depends(require("documents"))]
 CanReindex = Annotated[Principal, Depends(require("reindex"))]

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import threading
 import time
-from collections.abc import AsyncGenerator, Callable, Iterator
+from collections.abc import AsyncGenerator, Callable, Iterator, Sequence
 from typing import Any
 
 import anyio
@@ -21,6 +21,7 @@ import anyio.from_thread
 import anyio.lowlevel
 
 from appliance.answer.answerer import Answerer, AnswerEvent
+from appliance.answer.followup import Turn
 from appliance.errors import GeneratorBusy
 from appliance.models.generation import ChatMessage, GenerationStats, GenerationStream, Generator
 from appliance.retrieve.filters import Filters
@@ -104,7 +105,13 @@ _END = object()
 
 
 async def answer_events(
-    state: AppState, question: str, *, k: int | None, filters: Filters, timeout_s: float | None = None
+    state: AppState,
+    question: str,
+    *,
+    k: int | None,
+    filters: Filters,
+    timeout_s: float | None = None,
+    history: Sequence[Turn] = (),
 ) -> AsyncGenerator[AnswerEvent, None]:
     """The events of one answer, produced in a thread; AnswerTimeout past `timeout_s`.
 
@@ -127,7 +134,7 @@ async def answer_events(
     def produce() -> None:
         iterator: Iterator[AnswerEvent] | None = None
         try:
-            iterator = view.events(question, k=k, filters=filters)
+            iterator = view.events(question, k=k, filters=filters, history=history)
             with state.retrieval_lock:  # retrieval and prompt building happen before the first event
                 event = next(iterator, _END)
             while event is not _END:

@@ -1,4 +1,4 @@
-"""One audit record per ask, search, reindex, documents and chat request, written when the request ends.
+"""One audit record per ask, search, reindex, documents, chat and document request, written when it ends.
 
 Routes leave what they know in `request.state` (`note_audit`); the request middleware adds the
 final status, the principal, the client address and the latency, and writes the record (even for
@@ -28,6 +28,9 @@ AUDITED: dict[tuple[str, str], str] = {
     ("POST", "/v1/reindex"): "reindex",
     ("GET", "/v1/documents"): "documents",
     ("POST", "/v1/chat/completions"): "chat",
+    # Keyed by route template: who opened which document.
+    ("GET", "/v1/documents/{document_id}/file"): "document_file",
+    ("POST", "/v1/documents/{document_id}/view"): "document_view",
 }
 
 
@@ -58,7 +61,12 @@ def answer_audit(state: AppState, result: AnswerResult) -> dict[str, Any]:
         "refused": result.refused,
         "models": state.models(result.model),
         "latency_ms": {stage: round(float(ms), 1) for stage, ms in result.timings_ms.items()},
-        "extra": {"grounded": result.grounded, "citations": len(result.citations)},
+        "extra": {
+            "grounded": result.grounded,
+            "citations": len(result.citations),
+            "followup": result.rewrite != "none",
+            "rewrite": result.rewrite,
+        },
     }
 
 

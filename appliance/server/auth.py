@@ -27,7 +27,7 @@ from appliance.index.migrations import apply_migrations as apply_named_migration
 Role = Literal["operator", "admin"]
 ROLES: tuple[Role, ...] = cast(tuple[Role, ...], get_args(Role))
 
-ROLE_ALLOWS: dict[Role, frozenset[str]] = {"operator": frozenset({"ask", "search"})}
+ROLE_ALLOWS: dict[Role, frozenset[str]] = {"operator": frozenset({"ask", "search", "open"})}
 ROLE_ALLOWS["admin"] = ROLE_ALLOWS["operator"] | {"reindex", "documents", "audit"}
 
 SECRET_PREFIX = "apl_"

@@ -132,7 +132,7 @@ class RequestContextMiddleware:
                 status,
                 seconds * 1000.0,
             )
-            audited = AUDITED.get((str(scope.get("method")), path))
+            audited = AUDITED.get((str(scope.get("method")), path)) or AUDITED.get((str(scope.get("method")), endpoint))
             if audited is not None:
                 await self._audit(scope, audited, request_id, status, seconds * 1000.0)
 

@@ -20,6 +20,7 @@ from starlette.responses import Response
 from appliance.errors import (
     ApplianceError,
     ConfigError,
+    DocumentUnavailable,
     GeneratorBusy,
     GeneratorError,
     IndexBusy,
@@ -46,6 +47,7 @@ _TITLES = {
     404: "Not found",
     405: "Method not allowed",
     409: "Conflict",
+    410: "Gone",
     413: "Request too large",
     422: "Invalid request",
     500: "Internal server error",
@@ -122,6 +124,8 @@ def problem_for_error(exc: BaseException) -> Problem:
         return Problem(503, str(exc), title="Model not installed")
     if isinstance(exc, VectorStoreUnavailable):
         return Problem(503, str(exc), title="Vector store unavailable")
+    if isinstance(exc, DocumentUnavailable):
+        return Problem(exc.status, str(exc), title=exc.title)
     if isinstance(exc, ConfigError):
         return Problem(500, str(exc), title="Configuration error")
     if isinstance(exc, ApplianceError):

@@ -20,6 +20,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from appliance.answer.answerer import AnswerEvent, AnswerResult
+from appliance.answer.followup import Turn
 from appliance.errors import ApplianceError
 from appliance.retrieve.filters import Filters
 from appliance.retrieve.search import SearchResult
@@ -28,7 +29,7 @@ from appliance.server.answering import answer_events
 from appliance.server.auditing import answer_audit, note_audit, search_audit
 from appliance.server.problems import Problem, log_unexpected, problem_for_error, too_long
 from appliance.server.responses import ApplianceJSONResponse as JSONResponse
-from appliance.server.schemas import AskRequest, SearchRequest
+from appliance.server.schemas import AskRequest, HistoryTurn, SearchRequest
 from appliance.server.sse import EventStreamResponse, sse_event, wants_event_stream
 from appliance.server.state import AppState, app_state
 
@@ -39,6 +40,14 @@ PROBLEM_RESPONSES: dict[int | str, dict[str, Any]] = {
     403: {"description": "The token's role may not do this (problem+json)."},
     422: {"description": "Invalid body; the problem names the field."},
 }
+
+
+def history_turns(history: Sequence[HistoryTurn], limit: int) -> list[Turn]:
+    """The earlier turns as the answerer takes them; an earlier question is held to the question limit."""
+    for position, turn in enumerate(history):
+        if turn.role == "user" and len(turn.content) > limit:
+            raise too_long(f"history.{position}.content", limit, "server.max_question_chars")
+    return [Turn(turn.role, turn.content) for turn in history if turn.content.strip()]
 
 
 def make_filters(path_prefix: str | None, types: Sequence[str] | None) -> Filters:
@@ -109,6 +118,7 @@ async def ask(body: AskRequest, request: Request, principal: CanAsk) -> Response
         k=body.k,
         filters=make_filters(body.path_prefix, body.types),
         timeout_s=state.settings.server.request_timeout_s,
+        history=history_turns(body.history, limit),
     )
     if body.stream or wants_event_stream(request.headers.get("accept")):
         return EventStreamResponse(_ask_stream(state, request, events))

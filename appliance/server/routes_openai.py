@@ -1,7 +1,9 @@
 """OpenAI-compatible routes, so existing chat clients can use the appliance: POST /v1/chat/completions, GET /v1/models.
 
-The last user message is the question; earlier messages are ignored (every answer comes from the
-SOPs alone). The reply is the checked answer followed by its sources; `appliance` carries the
+The last user message is the question; the user and assistant messages before it are the conversation
+it follows (a follow-up is searched as a standalone question, setting followup.rewrite). Every answer
+still comes from the SOPs alone: earlier assistant messages are never sources.
+The reply is the checked answer followed by its sources; `appliance` carries the
 citations and the grounding verdict for clients that know about it. With `stream: true` the reply
 is OpenAI's `chat.completion.chunk` events, ending with `data: [DONE]`.
 """
@@ -19,6 +21,7 @@ from fastapi import APIRouter, Request
 from starlette.responses import Response
 
 from appliance.answer.answerer import AnswerEvent, AnswerResult, Citation
+from appliance.answer.followup import Turn
 from appliance.retrieve.filters import NO_FILTERS
 from appliance.server.access import CanAsk
 from appliance.server.answering import answer_events
@@ -50,6 +53,7 @@ def appliance_extension(result: AnswerResult) -> dict[str, Any]:
         "grounded": result.grounded,
         "refused": result.refused,
         "truncated": result.truncated,
+        "searched": result.searched,
     }
 
 
@@ -78,13 +82,23 @@ def _question(body: ChatCompletionRequest, limit: int) -> str:
     return question
 
 
+def _history(body: ChatCompletionRequest) -> list[Turn]:
+    """The user and assistant messages before the last user message (system, tool and developer ones play no part)."""
+    last = max(i for i, m in enumerate(body.messages) if m.role == "user")
+    return [
+        Turn("user" if m.role == "user" else "assistant", m.text())
+        for m in body.messages[:last]
+        if m.role in ("user", "assistant") and m.text().strip()
+    ]
+
+
 def _model(state: AppState, result: AnswerResult | None = None) -> str:
     return (result.model if result is not None else None) or state.generator_model_id()
 
 
 @router.post(
     "/chat/completions",
-    summary="OpenAI-compatible chat completion: the last user message is answered from the SOPs",
+    summary="OpenAI-compatible chat completion: the last user message, read with the conversation, answered",
     responses={**PROBLEM_RESPONSES, 200: {"content": {"text/event-stream": {}}}},
 )
 async def chat_completions(body: ChatCompletionRequest, request: Request, principal: CanAsk) -> Response:
@@ -92,7 +106,12 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, princi
     question = _question(body, state.settings.server.max_question_chars)
     note_audit(request, question=question, models=state.models(None))
     events = answer_events(
-        state, question, k=None, filters=NO_FILTERS, timeout_s=state.settings.server.request_timeout_s
+        state,
+        question,
+        k=None,
+        filters=NO_FILTERS,
+        timeout_s=state.settings.server.request_timeout_s,
+        history=_history(body),
     )
     completion_id = f"chatcmpl-{request.state.request_id}"
     created = int(time.time())

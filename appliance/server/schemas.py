@@ -4,7 +4,7 @@ body is the exception: its clients send many fields this appliance has no use fo
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -25,6 +25,11 @@ class _Strict(BaseModel):
     model_config = ConfigDict(strict=True, extra="forbid")
 
 
+class HistoryTurn(_Strict):
+    role: Literal["user", "assistant"] = Field(description="user: an earlier question; assistant: its answer.")
+    content: str = Field(max_length=QUESTION_CEILING, description="The question, or the answer as it was shown.")
+
+
 class AskRequest(_Strict):
     question: str = Field(min_length=1, max_length=QUESTION_CEILING, description="The question, in plain words.")
     k: int | None = Field(
@@ -36,6 +41,12 @@ class AskRequest(_Strict):
     stream: bool = Field(False, description="Answer as Server-Sent Events (also with Accept: text/event-stream).")
     path_prefix: str | None = Field(None, max_length=1024, description="Only documents whose path starts with this.")
     types: list[DocType] | None = Field(None, max_length=5, description="Only these document types.")
+    history: list[HistoryTurn] = Field(
+        default_factory=list,
+        max_length=40,
+        description="The conversation so far, oldest first: a follow-up is searched as a standalone question "
+        "made from it (setting followup.rewrite). Earlier answers are never used as sources.",
+    )
 
     _strip = field_validator("question")(_stripped)
 
@@ -48,6 +59,17 @@ class SearchRequest(_Strict):
     types: list[DocType] | None = Field(None, max_length=5, description="Only these document types.")
 
     _strip = field_validator("query")(_stripped)
+
+
+class DocumentViewRequest(_Strict):
+    chunk_id: str | None = Field(
+        None, min_length=1, max_length=128, description="The cited chunk: the view opens at its section (and page)."
+    )
+    section: str | None = Field(None, max_length=2000, description="Section path to open at, when no chunk is given.")
+    page: int | None = Field(None, ge=1, le=1_000_000, description="PDF page to open at, when no chunk is given.")
+    sentences: list[Annotated[str, Field(max_length=4000)]] = Field(
+        default_factory=list, max_length=20, description="Sentences to highlight (the passage's cited sentences)."
+    )
 
 
 class _Lenient(BaseModel):

@@ -11,6 +11,7 @@ from fastapi import Request
 from appliance.answer.answerer import Answerer
 from appliance.audit import AuditLog
 from appliance.config import Settings
+from appliance.index.catalog import Catalog
 from appliance.models.generation import Generator
 from appliance.server.auth import TokenStore
 from appliance.server.metrics import Metrics
@@ -35,6 +36,10 @@ class AppState:
     asks_in_flight: threading.BoundedSemaphore = field(
         default_factory=lambda: threading.BoundedSemaphore(MAX_ASKS_IN_FLIGHT)
     )
+
+    def catalog(self) -> Catalog:
+        """The shared catalog connection: use it under `retrieval_lock`."""
+        return self.answerer.searcher.index.catalog
 
     def generator(self) -> Generator:
         """The one generator, loaded on first use (seconds for a local model)."""

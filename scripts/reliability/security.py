@@ -26,9 +26,12 @@ API_ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
     ("GET", "/v1/models", None, "ask"),
     ("GET", "/v1/documents", None, "documents"),
     ("POST", "/v1/reindex", None, "reindex"),
+    # Document 1 of the tested index (the first file ingested).
+    ("GET", "/v1/documents/1/file", None, "open"),
+    ("POST", "/v1/documents/1/view", {}, "open"),
 ]
 OPEN_ROUTES = ["/healthz", "/readyz", "/metrics", "/", "/static/app.js", "/docs", "/docs/init.js", "/openapi.json"]
-ROLE_ACTIONS = {"operator": {"ask", "search"}, "admin": {"ask", "search", "documents", "reindex"}}
+ROLE_ACTIONS = {"operator": {"ask", "search", "open"}, "admin": {"ask", "search", "open", "documents", "reindex"}}
 UNKNOWN_SECRET = "apl_00000000_" + "x" * 43
 # Callers that must all be refused alike: nothing tells one kind of bad credential from another.
 BAD_CALLERS = ["no token", "unknown token", "malformed token", "Basic scheme", "empty bearer", "revoked token"]

@@ -20,7 +20,7 @@ from .pdf_loader import load_pdf
 from .source import Source, read_source
 from .text_loader import load_text
 
-__all__ = ["DEFAULT_MAX_BYTES", "SUPPORTED_SUFFIXES", "load_document"]
+__all__ = ["DEFAULT_MAX_BYTES", "SUPPORTED_SUFFIXES", "load_bytes", "load_document"]
 
 DEFAULT_MAX_BYTES = 50 * 1024 * 1024
 
@@ -63,3 +63,11 @@ def load_document(
     if not document.text.strip():
         raise DocumentError(shown, "no text content")
     return document
+
+
+def load_bytes(data: bytes, path: Path, display_path: str) -> LoadedDocument:
+    """Load a document from bytes already read (and checked) by the caller, as `load_document` would."""
+    loader = _LOADERS.get(path.suffix.lower())
+    if loader is None:
+        raise UnsupportedDocument(display_path, f"unsupported file type '{path.suffix.lower()}'")
+    return loader(data, Source(path=path, display_path=display_path))

@@ -1,0 +1,87 @@
+"""PDF, DOCX and plain text → a view tree, from the loader's own blocks (what was indexed is what is shown).
+
+DOCX is shown as its text with headings, lists and tables; a PDF as the text of each page, one
+`section` per page (`page` attribute), since the page view is what a citation's page number refers
+to; text files as paragraphs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from appliance.documents.tree import TreeBuilder
+from appliance.ingest.document import Block, LoadedDocument
+
+_LIST_MARKER = re.compile(r"^(\s*)(?:[-*+•▪◦‣]|\d{1,4}[.)])\s+")
+_TABLE_RULE = re.compile(r"^\|(\s*:?-{3,}:?\s*\|)+$")
+
+
+def _cells(line: str) -> list[str]:
+    inner = line.strip()
+    inner = inner[1:] if inner.startswith("|") else inner
+    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
+    return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", inner)]
+
+
+def _table(tree: TreeBuilder, text: str) -> None:
+    """A pipe table (how every loader writes tables) as a real table; its first row is the header."""
+    lines = [line for line in text.split("\n") if line.strip()]
+    if not all(line.lstrip().startswith("|") for line in lines):
+        tree.element("pre", text)
+        return
+    tree.open("table")
+    header = True
+    for line in lines:
+        if _TABLE_RULE.match(line.strip()):
+            continue
+        tree.open("tr")
+        for cell in _cells(line):
+            tree.element("th" if header else "td", cell)
+        tree.close()
+        header = False
+    tree.close()
+
+
+def _list(tree: TreeBuilder, text: str) -> None:
+    numbered = bool(re.match(r"^\s*\d", text))
+    tree.open("ol" if numbered else "ul")
+    for line in text.split("\n"):
+        if not line.strip():
+            continue
+        tree.element("li", _LIST_MARKER.sub("", line, count=1).strip())
+    tree.close()
+
+
+def _block(tree: TreeBuilder, block: Block) -> None:
+    if block.kind == "heading":
+        tree.element(f"h{min(max(block.level, 1), 6)}", block.text)
+    elif block.kind == "table":
+        _table(tree, block.text)
+    elif block.kind == "list":
+        _list(tree, block.text)
+    elif block.kind == "code":
+        tree.element("pre", block.text)
+    else:
+        tree.element("p", block.text)
+
+
+def render_blocks(document: LoadedDocument) -> TreeBuilder:
+    tree = TreeBuilder()
+    if document.doc_type != "pdf":
+        for block in document.blocks:
+            _block(tree, block)
+        return tree
+    last_page = max((block.page or 1 for block in document.blocks), default=1)
+    by_page: dict[int, list[Block]] = {}
+    for block in document.blocks:
+        by_page.setdefault(block.page or 1, []).append(block)
+    for page in range(1, last_page + 1):
+        tree.open("section", page=page, id=f"page-{page}")
+        tree.element("h2", f"Page {page}", kind="page-label")
+        blocks = by_page.get(page, [])
+        if not blocks:
+            tree.element("p", "(no text on this page)")
+        for block in blocks:
+            _block(tree, block)
+        tree.close()
+    return tree
