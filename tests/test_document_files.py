@@ -349,3 +349,18 @@ def test_a_view_of_a_chunk_of_another_document_is_refused(site: dict[str, Any]) 
     chunk = _chunk(site["settings"], "plant/" + PDF, "Permissives")
     response = _view(site, MARKDOWN, {"chunk_id": chunk["id"]})
     assert response.status_code == 404 and "not a passage of" in response.json()["detail"]
+
+
+def test_search_prints_the_file_and_page_to_open_on_the_host(
+    site: dict[str, Any], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from appliance.cli.main import cli
+
+    monkeypatch.setenv("APPLIANCE_HOME", str(site["settings"].home))
+    monkeypatch.setenv("APPLIANCE_MODELS_DIR", str(site["settings"].models_dir))
+    monkeypatch.delenv("APPLIANCE_CONFIG", raising=False)
+    result = CliRunner().invoke(cli, ["search", "backwash permissives PLC-300", "--k", "3", "--type", "pdf"])
+    assert result.exit_code == 0, result.output
+    assert f"open: {site['plant'] / PDF} (page " in result.output

@@ -78,6 +78,31 @@ def test_the_rule_keeps_only_the_latest_turns_that_share_words_with_the_document
     assert one.question == FIRST + RULE_SEPARATOR + "and after that?"
 
 
+def _judge(scores: dict[str, tuple[bool, float]]) -> Any:
+    return lambda text: scores[text]
+
+
+JOINED = FIRST + RULE_SEPARATOR + FOLLOW
+
+
+@pytest.mark.parametrize(
+    ("alone", "joined", "searched"),
+    [
+        ((False, 0.20), (True, 0.80), JOINED),  # "after that" means nothing alone
+        ((True, 0.90), (True, 0.60), FOLLOW),  # it stands on its own: a new topic in the same conversation
+        ((True, 0.70), (False, 0.30), FOLLOW),  # the earlier question only muddles it
+        ((True, 0.60), (True, 0.61), JOINED),  # both readings supported: the better one
+        ((False, 0.40), (False, 0.00), JOINED),  # neither: keep the conversation's subject (and its unknown name)
+    ],
+)
+def test_the_rule_searches_the_reading_the_documents_support_better(
+    alone: tuple[bool, float], joined: tuple[bool, float], searched: str
+) -> None:
+    judge = _judge({FOLLOW: alone, JOINED: joined})
+    standalone = standalone_question(FOLLOW, HISTORY, method="rule", max_turns=1, known=known, judge=judge)
+    assert standalone.question == searched
+
+
 def test_the_model_rewrite_shares_the_answer_prompts_system_message_and_sees_answers_shortened() -> None:
     long_answer = "Close the valve. " * 60
     rewriter = Rewriter("Rewritten question: How long must I wait after closing the chlorine cylinder valve?")
@@ -122,7 +147,7 @@ def test_clean_model_rewrite_takes_the_first_line_without_labels_or_quotes() -> 
 # --- over HTTP -----------------------------------------------------------------------------------
 
 
-GASKET_FOLLOW = "And which gasket do I fit after that?"
+GASKET_FOLLOW = "And what comes after that?"
 GASKET_ANSWER = "Replace the lead gasket RW-GSK-0410 at every connection; a gasket is never reused [1]."
 
 

@@ -27,12 +27,17 @@ GIB = 1024**3
 
 
 @pytest.fixture(scope="module")
-def hostile() -> Iterator[HostileReport]:
+def hostile_run() -> Iterator[tuple[Path, HostileReport]]:
     work = hostile_workdir()
     try:
-        yield run_hostile_ingest(work)
+        yield work, run_hostile_ingest(work)
     finally:
         remove_workdir(work)
+
+
+@pytest.fixture(scope="module")
+def hostile(hostile_run: tuple[Path, HostileReport]) -> HostileReport:
+    return hostile_run[1]
 
 
 @pytest.mark.slow
@@ -74,3 +79,61 @@ def test_a_file_name_that_is_not_utf8_is_skipped_with_its_reason(tmp_path: Path)
     assert odd.skip == "file name is not valid UTF-8 (byte 0xe9): rename the file to index it"
     odd.display_path.encode("utf-8")  # printable, storable: no lone surrogate left
     assert found["sops/good.md"].skip is None and found["sops/good.md"].error is None
+
+
+@pytest.mark.slow
+def test_every_hostile_document_is_served_or_refused_without_running_anything_or_hanging(
+    hostile_run: tuple[Path, HostileReport],
+) -> None:
+    """GET /v1/documents/{id}/file and POST …/view on every document the hostile ingest left in the catalog."""
+    import json
+    import sqlite3
+    import threading
+    from typing import Any
+
+    from appliance.config import Settings
+    from appliance.documents.tree import TAGS
+    from tests.test_api import make_client
+
+    work, report = hostile_run
+    assert report.returncode == 0, report.stderr_tail
+    settings = Settings(home=work / "home", models_dir=work / "models")
+    client = make_client(settings)  # no token: single-host mode, loopback
+    with sqlite3.connect(settings.catalog_path) as conn:
+        documents = conn.execute("SELECT id, path, status FROM documents ORDER BY id").fetchall()
+    served = 0
+    deep_view = {"sentences": ["deepest hotelnesting text"]}
+    for doc_id, path, status in documents:
+        for method, url, body in (
+            ("GET", f"/v1/documents/{doc_id}/file", None),
+            ("POST", f"/v1/documents/{doc_id}/view", deep_view),
+        ):
+            answers: list[Any] = []
+            thread = threading.Thread(target=_request, args=(client, method, url, body, answers), daemon=True)
+            thread.start()
+            thread.join(timeout=120)
+            assert not thread.is_alive(), f"{method} {url} ({path}) hung"
+            response = answers[0]
+            expected = (200,) if status == "indexed" else (404,)
+            assert response.status_code in expected, (path, status, response.status_code, response.text[:200])
+            if response.status_code != 200:
+                continue
+            served += 1
+            if method == "GET":
+                assert response.headers["content-security-policy"].startswith("sandbox;"), path
+            else:
+                view = response.json()
+                text = json.dumps(view)
+                assert "scriptpayloadzulu" not in text, f"script content of {path} reached the view"
+                stack = [view["body"]]
+                while stack:
+                    node = stack.pop()
+                    assert node["t"] in TAGS, (path, node["t"])
+                    stack.extend(child for child in node.get("c", []) if isinstance(child, dict))
+                if path.endswith("deep.html"):
+                    assert view["highlighted"] == 1, "the deepest text is still found"
+    assert served >= 2 * report.good_total
+
+
+def _request(client: object, method: str, url: str, body: object, answers: list[object]) -> None:
+    answers.append(client.request(method, url, json=body))  # type: ignore[attr-defined]

@@ -13,6 +13,7 @@ that downloads browsers). Without them the test is skipped with the reason.
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import socket
@@ -336,3 +337,214 @@ def test_operator_page_in_a_real_browser(server: str, token: str, generator: Gat
     assert len(expected) <= 1, console_errors
     unexpected = [e for e in console_errors if e not in expected]
     assert not unexpected, f"console errors: {unexpected}"
+
+
+# --- the demo corpus: open the cited PDF and Markdown SOPs, then a follow-up ---------------------
+
+DEMO_CORPUS = Path(__file__).resolve().parent.parent / "docs_corpus"
+PDF_QUESTION = "What permissives must be true before PLC-300 starts a filter backwash?"
+MD_QUESTION = "What do I close to isolate the empty chlorine bank?"
+FOLLOW_UP = "and how long must I wait after that?"
+_SENTENCE = re.compile(r"(?<=[.!?])\s+")
+# The id of Chromium's built-in PDF viewer (a component extension, the same in every build).
+PDF_VIEWER_EXTENSION = "mhjfbmdgcfjbbpaeojofohoefgiehjai"
+
+
+class CitingGenerator(GatedGenerator):
+    """Answers like a careful model: one sentence copied from the source whose label names `marker`
+    (the first holding `phrase`), cited with that source's number. The plan gives one (marker, phrase)
+    per call; the prompt's own numbering decides the number, so retrieval order does not matter."""
+
+    def __init__(self, plan: list[tuple[str, str]]) -> None:
+        super().__init__([""], pause_after="")
+        self.plan = plan
+        self.gate.set()
+
+    def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
+        marker, phrase = self.plan[min(self.calls, len(self.plan) - 1)]
+        prompt = messages[-1].content
+        blocks = re.split(r"\n\n(?=\[\d+\] )", prompt.split("Sources:\n\n", 1)[-1].split("\n\nQuestion:", 1)[0])
+        answer = "The documents do not cover this."
+        for block in blocks:
+            label, _, text = block.partition("\n")
+            number = re.match(r"\[(\d+)\]", label)
+            if number and marker in label:
+                sentences = [" ".join(s.split()) for s in _SENTENCE.split(text) if s.strip()]
+                chosen = next((s for s in sentences if phrase.lower() in s.lower()), sentences[0])
+                answer = re.sub(r"^\d+\.\s+", "", chosen) + f" [{number.group(1)}]"
+                break
+        self.answers = [answer]
+        return super().stream(messages, max_tokens=max_tokens)
+
+
+def pdf_viewer_page(browser: Any, timeout_s: float = 20.0) -> str | None:
+    """The page number Chromium's built-in PDF viewer shows ("3/8"), read over CDP from its extension frame
+    (Playwright does not list that frame). None when no viewer appeared."""
+
+    cdp = browser.new_browser_cdp_session()
+    deadline = time.monotonic() + timeout_s
+    target = None
+    while time.monotonic() < deadline and target is None:
+        infos = cdp.send("Target.getTargets")["targetInfos"]
+        target = next((t for t in infos if t["url"].startswith(f"chrome-extension://{PDF_VIEWER_EXTENSION}/")), None)
+        if target is None:
+            time.sleep(0.25)
+    if target is None:
+        return None
+    replies: list[dict[str, Any]] = []
+    cdp.on("Target.receivedMessageFromTarget", lambda event: replies.append(json.loads(event["message"])))
+    session = cdp.send("Target.attachToTarget", {"targetId": target["targetId"], "flatten": False})["sessionId"]
+    script = (
+        "(() => { const v = document.querySelector('pdf-viewer');"
+        " const t = v && v.shadowRoot.querySelector('viewer-toolbar');"
+        " const s = t && t.shadowRoot.querySelector('viewer-page-selector');"
+        " const i = s && s.shadowRoot.querySelector('input');"
+        " return i && s.docLength ? i.value + '/' + s.docLength : null; })()"
+    )
+    for attempt in range(int(timeout_s / 0.25)):
+        message = {
+            "id": attempt + 1,
+            "method": "Runtime.evaluate",
+            "params": {"expression": script, "returnByValue": True},
+        }
+        cdp.send("Target.sendMessageToTarget", {"sessionId": session, "message": json.dumps(message)})
+        time.sleep(0.25)
+        values = [r.get("result", {}).get("result", {}).get("value") for r in replies]
+        if values and values[-1]:
+            return str(values[-1])
+    return None
+
+
+@pytest.fixture
+def demo_server(settings: Settings) -> Iterator[tuple[str, str, CitingGenerator]]:
+    from appliance.server.auth import TokenStore
+
+    ingest(settings, [DEMO_CORPUS])
+    with TokenStore(settings.tokens_path) as store:
+        _, secret = store.create("operator", name="shift-b")
+    generator = CitingGenerator(
+        [("SOP-FLT-001", "will not start a backwash"), ("SOP-CL-004", "VLV-4501-A"), ("SOP-CL-004", "minutes")]
+    )
+    app = create_app(settings, answerer=Answerer(settings, generator=generator))  # type: ignore[arg-type]
+    port = _free_port()
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=srv.run, name="uvicorn-demo-page-test", daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not srv.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    try:
+        yield f"http://127.0.0.1:{port}", secret, generator
+    finally:
+        srv.should_exit = True
+        thread.join(timeout=15)
+
+
+@pytest.mark.slow
+def test_open_the_cited_pdf_and_markdown_sops_and_ask_a_follow_up(
+    demo_server: tuple[str, str, CitingGenerator],
+) -> None:
+    server, token, _ = demo_server
+    ARTIFACTS.mkdir(exist_ok=True)
+    requests: list[str] = []
+    bodies: list[str] = []
+    console_errors: list[str] = []
+
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context.on("request", lambda request: requests.append(request.url))
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            page.on("request", lambda r: bodies.append(r.post_data or "") if r.url.endswith("/v1/ask") else None)
+            page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
+            page.on("pageerror", lambda exc: console_errors.append(f"uncaught: {exc}"))
+            expect = sync_api.expect
+            page.goto(server + "/")
+            page.locator("#token-box summary").click()
+            page.get_by_label("Access token", exact=True).fill(token)
+            page.get_by_role("button", name="Save").click()
+            main = page.locator("main")
+            question = page.get_by_label("Question", exact=True)
+
+            # --- a PDF SOP: its citation opens the view at the cited page ----------------------------
+            question.fill(PDF_QUESTION)
+            question.press("Enter")
+            expect(main).to_have_attribute("data-state", "done", timeout=60_000)
+            expect(page.locator("#result")).to_have_attribute("data-outcome", "answer")
+            cited = page.locator("#cited-list > li").filter(has_text="SOP-FLT-001")
+            expect(cited).to_have_count(1)
+            page_number = int(re.search(r"page (\d+)", cited.inner_text()).group(1))  # type: ignore[union-attr]
+            opener = cited.get_by_role("button", name="Open the document")
+            opener.focus()
+            page.keyboard.press("Enter")  # keyboard reachable
+            viewer = page.locator("#viewer")
+            expect(viewer).to_have_attribute("data-state", "open")
+            current = viewer.locator(f'section.doc-current[data-page="{page_number}"]')
+            expect(current).to_be_in_viewport()
+            expect(current).to_contain_text("PLC-300 will not start a backwash")
+            expect(current.locator("mark").first).to_be_visible()
+            expect(page.locator("#viewer-title")).to_be_focused()
+            page.screenshot(path=str(ARTIFACTS / "web-page-pdf-view.png"))
+            original = page.locator("#viewer-original")
+            expect(original).to_have_text(f"Open the PDF at page {page_number}")
+            with context.expect_page() as popup:
+                original.click()
+            pdf = popup.value
+            pdf.wait_for_load_state()
+            expect(pdf).to_have_url(re.compile(rf"^blob:http://127\.0\.0\.1:\d+/[0-9a-f-]+#page={page_number}$"))
+            shown = pdf_viewer_page(browser)
+            assert shown is not None and shown.split("/")[0] == str(page_number), shown
+            pdf.screenshot(path=str(ARTIFACTS / "web-page-pdf-original.png"))
+            pdf.close()
+            page.keyboard.press("Escape")
+            expect(viewer).to_be_hidden()
+            expect(opener).to_be_focused()
+
+            # --- a Markdown SOP: its citation shows the rendered SOP, the cited sentences highlighted --------
+            question.fill(MD_QUESTION)
+            question.press("Enter")
+            expect(main).to_have_attribute("data-state", "done", timeout=60_000)
+            expect(page.locator("#answer")).to_contain_text("VLV-4501-A")
+            expect(page.locator("#thread-list > li")).to_have_count(1)  # the PDF question, above
+            cited = page.locator("#cited-list > li").filter(has_text="SOP-CL-004")
+            cited.get_by_role("button", name="Open the document").click()
+            expect(viewer).to_have_attribute("data-state", "open")
+            target = viewer.locator("#doc-cited")
+            expect(target).to_be_in_viewport()
+            expect(target).to_have_js_property("tagName", "MARK")
+            assert viewer.locator("mark").count() >= 1
+            expect(viewer.locator("h3", has_text="6.2 Isolate the empty bank")).to_be_visible()
+            expect(viewer.locator("#viewer-body table").first).to_be_attached()  # rendered, not raw pipes
+            assert viewer.locator("#viewer-body script, #viewer-body img, #viewer-body iframe").count() == 0
+            page.screenshot(path=str(ARTIFACTS / "web-page-markdown-view.png"))
+            page.locator("#viewer-close").click()
+
+            # --- the follow-up: only makes sense with the question before it ---------------------------------
+            question.fill(FOLLOW_UP)
+            question.press("Enter")
+            expect(main).to_have_attribute("data-state", "done", timeout=60_000)
+            expect(page.locator("#result")).to_have_attribute("data-outcome", "answer")
+            expect(page.locator("#answer")).to_contain_text("5 minutes")
+            expect(page.locator("#cited-list")).to_contain_text("SOP-CL-004")
+            expect(page.locator("#searched")).to_contain_text(MD_QUESTION)
+            expect(page.locator("#thread-list > li")).to_have_count(2)
+            sent = json.loads(bodies[-1])
+            assert sent["question"] == FOLLOW_UP and MD_QUESTION in [t["content"] for t in sent["history"]]
+            assert page.evaluate("JSON.parse(sessionStorage.getItem('appliance.thread')).length") == 3
+            assert page.evaluate("localStorage.length") == 0
+            page.screenshot(path=str(ARTIFACTS / "web-page-follow-up.png"), full_page=True)
+
+            page.get_by_role("button", name="New conversation").click()
+            expect(page.locator("#thread")).to_be_hidden()
+            assert page.evaluate("sessionStorage.getItem('appliance.thread')") is None
+        finally:
+            browser.close()
+
+    # Chromium's own PDF viewer loads its files from chrome:// and its extension: the browser's, not the network.
+    internal = ("blob:http://127.0.0.1:", "chrome://resources/", f"chrome-extension://{PDF_VIEWER_EXTENSION}/")
+    foreign = [url for url in requests if urlsplit(url).hostname != "127.0.0.1" and not url.startswith(internal)]
+    assert not foreign, f"requests to other hosts: {foreign}"
+    assert not console_errors, f"console errors: {console_errors}"

@@ -161,7 +161,12 @@ class Answerer:
             generator=self.generator if method in ("model", "both") and history else None,
             system=SYSTEM_PROMPT,
             known=self.searcher.index.catalog.knows_word,
+            judge=self._judge,
         )
+
+    def _judge(self, text: str) -> tuple[bool, float]:
+        evidence = self.searcher.search(text, k=REFUSAL_CLOSEST).evidence
+        return evidence.sufficient, evidence.probability
 
     def events(
         self, question: str, *, k: int | None = None, filters: Filters = NO_FILTERS, history: Sequence[Turn] = ()

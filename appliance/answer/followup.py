@@ -3,11 +3,15 @@ work on what the operator means ("and how long must I wait after that?" means no
 
 Methods (setting `followup.rewrite`):
   none   the last question alone (what the appliance did before conversations)
-  rule   the earlier questions of the conversation, then the last one, as one text: cheap, and it keeps
-         every word the operator typed. Earlier *answers* are left out: they are the model's words,
-         never evidence, and a wrong answer must not steer the next search. An earlier turn none of
-         whose words the documents hold ("Hello") gives no context and is left out too; one that does
-         is kept whole, so a name the documents never mention still makes its follow-up a refusal.
+  rule   the earlier question(s) of the conversation, then the last one, as one text ("X → Y"), when
+         the documents support that reading better than the last question alone: both readings are
+         searched and the evidence decision judges them (a new topic in the same conversation is
+         searched on its own; "and how long must I wait after that?" is not). Cheap: one more search.
+         Earlier *answers* are left out: they are the model's words, never evidence, and a wrong answer
+         must not steer the next search. An earlier turn none of whose words the documents hold
+         ("Hello") gives no context and is left out too; one that does is kept whole, so a name the
+         documents never mention still makes a follow-up that needs it a refusal.
+  concat the joined text always (measured beside the rule by scripts/bench_mtrag.py; not a setting).
   model  the local model rewrites the last question into a standalone one from the conversation (the
          earlier answers, shortened, help it resolve "that"); costs a short generation per follow-up.
   both   the model's rewrite, checked: when it comes back empty, rambling, or without the last
@@ -65,6 +69,8 @@ def content_words(text: str) -> set[str]:
 
 
 KnownWord = Callable[[str], bool]
+# The evidence decision on a text: (sufficient, probability).
+Judge = Callable[[str], tuple[bool, float]]
 
 
 def earlier_questions(history: Sequence[Turn], max_turns: int, known: KnownWord | None = None) -> list[str]:
@@ -80,6 +86,17 @@ def rule_rewrite(question: str, history: Sequence[Turn], max_turns: int = 1, kno
     """The earlier questions, then this one ("X → Y"): every word the operator typed, none the model wrote."""
     earlier = earlier_questions(history, max_turns, known)
     return RULE_SEPARATOR.join([*earlier, question.strip()]) if earlier else question.strip()
+
+
+def better_reading(question: str, joined: str, judge: Judge) -> str:
+    """The joined text, unless the last question alone has evidence and at least as much as the joined text.
+    When neither has evidence the joined one is kept: it carries the conversation's subject (and a name
+    the documents never mention, which must keep refusing)."""
+    if joined == question:
+        return question
+    alone_ok, alone_p = judge(question)
+    joined_ok, joined_p = judge(joined)
+    return question if alone_ok and (not joined_ok or alone_p >= joined_p) else joined
 
 
 REWRITE_INSTRUCTION = """Do not answer anything. Rewrite the operator's LAST question so that it can be \
@@ -136,14 +153,17 @@ def standalone_question(
     generator: Completer | None = None,
     system: str = "",
     known: KnownWord | None = None,
+    judge: Judge | None = None,
 ) -> Standalone:
     """The question to search and answer; `generator` is used only for "model" and "both" follow-ups,
-    `known` (is this word in the documents?) by the rule."""
+    `known` (is this word in the documents?) and `judge` (the evidence decision on a text) by the rule."""
     question = question.strip()
     if method == "none" or not earlier_questions(history, max_turns or 1):
         return Standalone(question, question, "none")
     started = time.perf_counter()
     rule = rule_rewrite(question, history, max_turns, known)
+    if judge is not None:
+        rule = better_reading(question, rule, judge)
     if method == "rule" or generator is None:
         return Standalone(rule, question, "rule", _ms(started))
     text, _ = generator.complete(rewrite_messages(question, history, max_turns, system), max_tokens=REWRITE_MAX_TOKENS)

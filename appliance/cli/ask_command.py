@@ -8,6 +8,7 @@ import click
 
 from appliance.answer.answerer import Answerer, AnswerResult, EvidenceItem
 from appliance.cli.common import current_settings, echo_json, handle_errors
+from appliance.documents.original import host_files, open_hint
 from appliance.retrieve.filters import DOC_TYPES, Filters
 
 
@@ -24,7 +25,7 @@ def _highlighted(item: EvidenceItem) -> str:
     return " … ".join(click.style(" ".join(s.text.split()), bold=True) for s in item.sentences)
 
 
-def _print_evidence(evidence: list[EvidenceItem], refused: bool) -> None:
+def _print_evidence(evidence: list[EvidenceItem], refused: bool, files: dict[str, str]) -> None:
     title = "Closest passages:" if refused else "Sources:"
     click.echo(click.style(title, underline=True))
     for item in evidence:
@@ -32,9 +33,11 @@ def _print_evidence(evidence: list[EvidenceItem], refused: bool) -> None:
         click.echo(f"{label} {_where(item)}")
         if item.sentences:
             click.echo(f"    {_highlighted(item)}")
+        if item.path in files:
+            click.echo(f"    {open_hint(files[item.path], item.page)}")
 
 
-def _print_result(result: AnswerResult, streamed: bool) -> None:
+def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -> None:
     if not streamed:
         click.echo(result.answer)
     click.echo()
@@ -60,6 +63,8 @@ def _print_result(result: AnswerResult, streamed: bool) -> None:
             page = f", p. {citation.page}" if citation.page else ""
             section = f" › {citation.section}" if citation.section else ""
             click.echo(f"[{citation.n}] {citation.path}{section}{page}")
+            if citation.path in files:
+                click.echo(f"    {open_hint(files[citation.path], citation.page)}")
     if result.removed_citations:
         click.echo(f"(removed citations to sources that were not given: {result.removed_citations})")
     t = result.timings_ms
@@ -87,9 +92,9 @@ def register(cli: click.Group) -> None:
     ) -> None:
         """Answer QUESTION from the indexed documents, citing them, or say plainly that they do not cover it.
 
-        The evidence (each source's best-matching sentences) is shown first; every sentence of the
-        answer is then checked against the sources it cites. When retrieval finds no evidence, no
-        model is asked at all.
+        The evidence (each source's best-matching sentences) is shown first, with the file and page to
+        open on this host; every sentence of the answer is then checked against the sources it cites.
+        When retrieval finds no evidence, no model is asked at all.
 
         Example: appliance ask "What do I check before changing a chlorine cylinder?" --stream
         """
@@ -100,10 +105,12 @@ def register(cli: click.Group) -> None:
                 echo_json(answerer.ask(question, k=k, filters=filters).as_json())
                 return
             streamed = False
+            files: dict[str, str] = {}
             for event in answerer.events(question, k=k, filters=filters):
                 if event.kind == "evidence" and event.evidence is not None:
                     refused_now = bool(event.evidence) and event.evidence[0].n is None
-                    _print_evidence(event.evidence, refused_now)
+                    files = host_files(answerer.searcher.index.catalog, [item.path for item in event.evidence])
+                    _print_evidence(event.evidence, refused_now, files)
                     click.echo()
                 elif event.kind == "token" and stream and event.text:
                     streamed = True
@@ -112,6 +119,6 @@ def register(cli: click.Group) -> None:
                 elif event.kind == "done" and event.result is not None:
                     if streamed:
                         click.echo()
-                    _print_result(event.result, streamed and not event.result.refused)
+                    _print_result(event.result, streamed and not event.result.refused, files)
         finally:
             answerer.close()

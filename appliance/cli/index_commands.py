@@ -9,6 +9,7 @@ from typing import Any
 import click
 
 from appliance.cli.common import current_settings, echo_json, handle_errors
+from appliance.documents.original import host_files, open_hint
 from appliance.ingest.pipeline import IngestReport, Progress, ingest, reindex
 from appliance.retrieve.filters import DOC_TYPES, Filters
 from appliance.retrieve.search import MODES, Searcher
@@ -110,6 +111,8 @@ def register(cli: click.Group) -> None:
     ) -> None:
         """Show the passages that best match QUERY, ranked, and whether they are evidence enough to answer.
 
+        Each passage names the file to open on this host, and its page.
+
         Hybrid mode fuses FTS5 bm25 (words and exact identifiers) with dense HNSW search, then reranks
         with a cross-encoder when one is installed.
 
@@ -123,6 +126,7 @@ def register(cli: click.Group) -> None:
                 mode=mode,  # type: ignore[arg-type]
                 filters=Filters(path_prefix=path_prefix, doc_types=doc_types),
             )
+            files = host_files(searcher.index.catalog, [hit.path for hit in result.hits])
         finally:
             searcher.close()
         if as_json:
@@ -139,6 +143,8 @@ def register(cli: click.Group) -> None:
             click.echo(click.style(f"[{hit.rank}] {where}", bold=True) + f"  score {hit.score:.4f}")
             snippet = " ".join(hit.text.split())
             click.echo(f"    {snippet[:300]}{'…' if len(snippet) > 300 else ''}")
+            if hit.path in files:
+                click.echo(f"    {open_hint(files[hit.path], hit.page)}")
         click.echo(f"({result.timings_ms.get('total', 0):.0f} ms)", err=True)
 
     @cli.command("status")

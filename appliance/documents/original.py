@@ -136,3 +136,10 @@ def _reason(exc: OSError) -> str:
 def host_files(catalog: Catalog, paths: list[str]) -> dict[str, str]:
     """Display path → the absolute file an operator on the host can open (what `ask` and `search` print)."""
     return {path: abs_path for path, (_, abs_path) in catalog.document_files(paths).items()}
+
+
+def open_hint(file: str | None, page: int | None) -> str:
+    """ "open: /srv/sops/SOP-FLT-001.pdf (page 3)": where the cited words are, for an operator on the host."""
+    if not file:
+        return ""
+    return f"open: {file}" + (f" (page {page})" if page else "")

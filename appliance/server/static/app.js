@@ -1,12 +1,18 @@
-/* The operator page: ask → stream the answer over SSE (fetch + ReadableStream) → show the checked result.
+/* The operator page: ask → stream the answer over SSE (fetch + ReadableStream) → show the checked result;
+ * open a cited document at the cited place; keep the conversation so follow-ups are understood.
  *
  * Everything the server sends is untrusted text: it only ever reaches the page through textContent
- * and DOM nodes built here (never innerHTML). No external requests, no inline code (strict CSP).
+ * and DOM nodes built here (never innerHTML); a document view is a tree of allowed tag names only.
+ * No external requests, no inline code (strict CSP). The token and the conversation live in
+ * sessionStorage only: closing the tab forgets them; the server keeps no conversation.
  */
 "use strict";
 
 (function () {
   const TOKEN_KEY = "appliance.token";
+  const THREAD_KEY = "appliance.thread";
+  const THREAD_TURNS = 10; // turns kept in the tab
+  const HISTORY_TURNS = 3; // earlier turns sent with a question
   const REFUSAL = "The documents do not cover this.";
 
   const $ = (id) => document.getElementById(id);
@@ -42,6 +48,18 @@
     evidenceHeading: $("evidence-heading"),
     evidenceHelp: $("evidence-help"),
     evidenceList: $("evidence-list"),
+    searched: $("searched"),
+    thread: $("thread"),
+    threadList: $("thread-list"),
+    newThread: $("new-thread"),
+    viewer: $("viewer"),
+    viewerTitle: $("viewer-title"),
+    viewerWhere: $("viewer-where"),
+    viewerNotice: $("viewer-notice"),
+    viewerStatus: $("viewer-status"),
+    viewerBody: $("viewer-body"),
+    viewerOriginal: $("viewer-original"),
+    viewerClose: $("viewer-close"),
   };
 
   // ---- small DOM helpers -------------------------------------------------------------------
@@ -125,6 +143,7 @@
   let runId = 0; // events of an older ask are ignored
   let streamed = ""; // answer text as it arrives
   let sources = new Map(); // source number → its <li>
+  let sourceItems = new Map(); // source number → its evidence item
   let sawEvidence = false;
 
   function setState(state) {
@@ -138,11 +157,14 @@
   function resetResult(question) {
     streamed = "";
     sources = new Map();
+    sourceItems = new Map();
     sawEvidence = false;
     show(ui.error, false);
     clear(ui.answer);
     ui.answer.classList.remove("incomplete");
     ui.asked.textContent = question;
+    ui.searched.textContent = "";
+    show(ui.searched, false);
     show(ui.refusal, false);
     ui.refusalReason.textContent = "";
     show(ui.badge, false);
@@ -291,6 +313,7 @@
   function renderEvidence(items) {
     clear(ui.evidenceList);
     sources = new Map();
+    sourceItems = new Map();
     const closest = items.length > 0 && items.every((item) => item.n === null || item.n === undefined);
     ui.evidenceHeading.textContent = closest ? "Closest passages" : "Sources";
     ui.evidenceHelp.textContent = closest
@@ -324,10 +347,15 @@
       if (typeof item.score === "number") metaRow(dl, "Match", item.score.toFixed(2));
       body.appendChild(dl);
       body.appendChild(highlightedPassage(item));
+      const opener = openButton(item, item.chunk_id, "Open the document");
+      if (opener) body.appendChild(opener);
       details.appendChild(body);
       li.appendChild(details);
       ui.evidenceList.appendChild(li);
-      if (numbered) sources.set(item.n, li);
+      if (numbered) {
+        sources.set(item.n, li);
+        sourceItems.set(item.n, item);
+      }
     });
     show(ui.evidenceSection, items.length > 0);
   }
@@ -350,6 +378,260 @@
     if (!target) return;
     event.preventDefault();
     openSource(parseInt(target.dataset.source, 10));
+  });
+
+  // ---- the conversation (sessionStorage only) ----------------------------------------------
+
+  function readThread() {
+    try {
+      const parsed = JSON.parse(sessionStorage.getItem(THREAD_KEY) || "[]");
+      return Array.isArray(parsed) ? parsed.filter((t) => t && typeof t.question === "string") : [];
+    } catch (e) {
+      return [];
+    }
+  }
+
+  function writeThread(turns) {
+    try {
+      if (turns.length) sessionStorage.setItem(THREAD_KEY, JSON.stringify(turns.slice(-THREAD_TURNS)));
+      else sessionStorage.removeItem(THREAD_KEY);
+    } catch (e) {
+      /* storage disabled or full: the conversation lives as long as this page */
+    }
+  }
+
+  let thread = readThread();
+  let currentOnScreen = false; // the last turn of `thread` is the answer shown below
+
+  /* The earlier turns sent with a question: questions, and answers as shown (a refusal says so). */
+  function historyForRequest() {
+    const turns = [];
+    thread.slice(-HISTORY_TURNS).forEach((t) => {
+      turns.push({ role: "user", content: t.question });
+      if (typeof t.answer === "string" && t.answer) turns.push({ role: "assistant", content: t.answer });
+    });
+    return turns;
+  }
+
+  function remember(result) {
+    if (typeof result.question !== "string") return;
+    const answer = typeof result.answer === "string" ? result.answer : "";
+    thread.push({ question: result.question, answer: answer.slice(0, 2000), refused: Boolean(result.refused) });
+    thread = thread.slice(-THREAD_TURNS);
+    writeThread(thread);
+    currentOnScreen = true;
+    renderThread();
+  }
+
+  function renderThread() {
+    const earlier = currentOnScreen ? thread.slice(0, -1) : thread.slice();
+    clear(ui.threadList);
+    earlier.forEach((t) => {
+      const li = el("li", "turn");
+      li.appendChild(el("p", "turn-q", t.question));
+      const flat = String(t.answer || "").replace(/\s+/g, " ").trim();
+      li.appendChild(el("p", "turn-a" + (t.refused ? " refused" : ""), flat.length > 240 ? flat.slice(0, 237) + "…" : flat));
+      ui.threadList.appendChild(li);
+    });
+    show(ui.thread, earlier.length > 0);
+  }
+
+  ui.newThread.addEventListener("click", () => {
+    thread = [];
+    currentOnScreen = false;
+    writeThread(thread);
+    renderThread();
+    ui.status.textContent = "New conversation: the next question is read on its own.";
+    ui.question.focus();
+  });
+
+  // ---- the original document ------------------------------------------------------------------
+
+  // What a document view may hold (appliance/documents/tree.py); anything else becomes a <span>.
+  const DOC_TAGS = new Set([
+    "section", "div", "h1", "h2", "h3", "h4", "h5", "h6", "p", "ul", "ol", "li", "table", "thead", "tbody",
+    "tr", "th", "td", "pre", "code", "em", "strong", "blockquote", "hr", "br", "dl", "dt", "dd", "sub", "sup",
+    "mark", "span",
+  ]);
+  const DOC_ID = /^[a-z0-9-]{1,40}$/;
+  const MAX_DOC_DEPTH = 64;
+  let viewerOpener = null; // the button that opened the viewer: focus returns there on close
+  let viewerDoc = null; // {id, type, page, path}
+  let blobUrl = null;
+
+  function authHeaders(extra) {
+    const headers = Object.assign({}, extra || {});
+    const token = currentToken();
+    if (token) headers.Authorization = "Bearer " + token;
+    return headers;
+  }
+
+  function openButton(item, chunkId, label) {
+    if (!item || !Number.isInteger(item.document_id)) return null;
+    const button = el("button", "open-doc secondary", label);
+    button.type = "button";
+    button.addEventListener("click", (event) => {
+      event.preventDefault();
+      event.stopPropagation();
+      openDocument(item, chunkId, button);
+    });
+    return button;
+  }
+
+  function buildDoc(node, depth) {
+    if (typeof node === "string") return document.createTextNode(node);
+    if (!node || typeof node !== "object") return document.createTextNode("");
+    const tag = DOC_TAGS.has(node.t) ? node.t : "span";
+    const element = document.createElement(tag);
+    const a = node.a && typeof node.a === "object" ? node.a : {};
+    if (typeof a.id === "string" && DOC_ID.test(a.id)) element.id = "doc-" + a.id;
+    ["colspan", "rowspan"].forEach((name) => {
+      if ((tag === "td" || tag === "th") && Number.isInteger(a[name]) && a[name] > 1 && a[name] <= 100) {
+        element.setAttribute(name, String(a[name]));
+      }
+    });
+    if (tag === "ol" && Number.isInteger(a.start)) element.setAttribute("start", String(a.start));
+    if (Number.isInteger(a.page)) element.dataset.page = String(a.page);
+    if (Number.isInteger(a.n)) element.dataset.sentence = String(a.n);
+    if (a.kind === "image") element.className = "doc-image";
+    if (a.kind === "page-label") element.className = "doc-page-label";
+    const children = Array.isArray(node.c) ? node.c : [];
+    children.forEach((child) => {
+      element.appendChild(depth > MAX_DOC_DEPTH ? document.createTextNode(flatText(child)) : buildDoc(child, depth + 1));
+    });
+    return element;
+  }
+
+  function flatText(node) {
+    if (typeof node === "string") return node;
+    return Array.isArray(node && node.c) ? node.c.map(flatText).join("") : "";
+  }
+
+  function closeViewer() {
+    show(ui.viewer, false);
+    clear(ui.viewerBody);
+    viewerDoc = null;
+    if (viewerOpener && document.body.contains(viewerOpener)) viewerOpener.focus();
+  }
+
+  async function openDocument(item, chunkId, opener) {
+    viewerOpener = opener || null;
+    viewerDoc = { id: item.document_id, page: Number.isInteger(item.page) ? item.page : null, path: item.path, type: null };
+    clear(ui.viewerBody);
+    ui.viewerTitle.textContent = item.title || item.path || "Document";
+    ui.viewerWhere.textContent = [item.path, item.section].filter(Boolean).join(" › ") +
+      (Number.isInteger(item.page) ? " · page " + item.page : "");
+    show(ui.viewerNotice, false);
+    ui.viewerStatus.textContent = "Opening the document…";
+    show(ui.viewer, true);
+    ui.viewer.dataset.state = "loading";
+    const sentences = (Array.isArray(item.sentences) ? item.sentences : [])
+      .map((s) => (s && typeof s.text === "string" ? s.text : ""))
+      .filter(Boolean)
+      .slice(0, 20);
+    const body = { sentences: sentences };
+    if (typeof chunkId === "string" && chunkId) body.chunk_id = chunkId;
+    let response;
+    try {
+      response = await fetch("/v1/documents/" + item.document_id + "/view", {
+        method: "POST",
+        headers: authHeaders({ "Content-Type": "application/json" }),
+        body: JSON.stringify(body),
+        cache: "no-store",
+        credentials: "same-origin",
+      });
+    } catch (e) {
+      ui.viewerStatus.textContent = "Cannot reach the appliance.";
+      ui.viewer.dataset.state = "error";
+      return;
+    }
+    if (!response.ok) {
+      const problem = await problemOf(response);
+      ui.viewerStatus.textContent = "This document cannot be opened: " + (problem.detail || problem.title);
+      ui.viewer.dataset.state = "error";
+      return;
+    }
+    const data = await response.json();
+    renderDocument(data);
+  }
+
+  function renderDocument(data) {
+    const doc = data.document || {};
+    viewerDoc.type = doc.type;
+    viewerDoc.page = Number.isInteger(data.page) ? data.page : viewerDoc.page;
+    ui.viewerTitle.textContent = doc.title || doc.path || "Document";
+    ui.viewerNotice.textContent = doc.notice || "";
+    show(ui.viewerNotice, Boolean(doc.notice));
+    const pdf = doc.type === "pdf";
+    ui.viewerOriginal.textContent = pdf
+      ? "Open the PDF" + (viewerDoc.page ? " at page " + viewerDoc.page : "")
+      : "Download the original file";
+    clear(ui.viewerBody);
+    ui.viewerBody.appendChild(buildDoc(data.body, 0));
+    const found = Number.isInteger(data.highlighted) ? data.highlighted : 0;
+    let status = found
+      ? found + (found > 1 ? " cited sentences highlighted." : " cited sentence highlighted.")
+      : "The cited sentences were not found word for word; the cited section is shown.";
+    if (data.truncated) status += " The document is long: the end is only in the original file.";
+    ui.viewerStatus.textContent = status;
+    const target = data.target ? document.getElementById("doc-" + data.target) : null;
+    if (viewerDoc.page) {
+      const page = ui.viewerBody.querySelector('section[data-page="' + viewerDoc.page + '"]');
+      if (page) page.classList.add("doc-current");
+    }
+    if (target) target.classList.add("doc-target");
+    ui.viewer.dataset.state = "open";
+    ui.viewer.scrollIntoView({ block: "start", behavior: "auto" });
+    if (target) target.scrollIntoView({ block: "center", behavior: reducedMotion() ? "auto" : "smooth" });
+    ui.viewerTitle.focus({ preventScroll: true });
+  }
+
+  /* The original bytes (the token goes in a header, so a plain link cannot carry it): a PDF opens in
+   * the browser's own viewer at the cited page (#page=N), other files are downloaded. */
+  async function openOriginal() {
+    if (!viewerDoc) return;
+    const wanted = viewerDoc;
+    const popup = wanted.type === "pdf" ? window.open("", "_blank") : null;
+    let response;
+    try {
+      response = await fetch("/v1/documents/" + wanted.id + "/file", { headers: authHeaders(), cache: "no-store" });
+    } catch (e) {
+      if (popup) popup.close();
+      ui.viewerStatus.textContent = "Cannot reach the appliance.";
+      return;
+    }
+    if (!response.ok) {
+      if (popup) popup.close();
+      const problem = await problemOf(response);
+      ui.viewerStatus.textContent = "The original file cannot be opened: " + (problem.detail || problem.title);
+      return;
+    }
+    if (response.headers.get("X-Document-Changed") === "true") {
+      ui.viewerStatus.textContent = "Careful: this file has changed since it was indexed.";
+    }
+    const blob = await response.blob();
+    if (blobUrl) URL.revokeObjectURL(blobUrl);
+    blobUrl = URL.createObjectURL(blob);
+    if (wanted.type === "pdf") {
+      const url = blobUrl + (wanted.page ? "#page=" + wanted.page : "");
+      if (popup) popup.location.href = url;
+      else window.open(url, "_blank");
+      return;
+    }
+    const link = el("a");
+    link.href = blobUrl;
+    link.download = String(wanted.path || "document").split("/").pop();
+    document.body.appendChild(link);
+    link.click();
+    link.remove();
+  }
+
+  ui.viewerOriginal.addEventListener("click", () => {
+    openOriginal();
+  });
+  ui.viewerClose.addEventListener("click", closeViewer);
+  ui.viewer.addEventListener("keydown", (event) => {
+    if (event.key === "Escape") closeViewer();
   });
 
   // ---- the finished result ------------------------------------------------------------------
@@ -385,10 +667,22 @@
       li.appendChild(citeButton(c.n));
       const where = [c.section, c.path].filter(Boolean).join(" — ");
       li.appendChild(el("span", "cited-where", where + (Number.isInteger(c.page) ? ", page " + c.page : "")));
+      const item = sourceItems.get(c.n);
+      const opener = openButton(
+        Object.assign({}, item || {}, { document_id: c.document_id, page: c.page, section: c.section, path: c.path }),
+        c.chunk_id,
+        "Open the document"
+      );
+      if (opener) li.appendChild(opener);
       ui.citedList.appendChild(li);
     });
     show(ui.cited, citations.length > 0 && !refused);
 
+    if (typeof result.searched === "string" && result.searched && result.searched !== result.question) {
+      ui.searched.textContent = "Searched as: " + result.searched;
+      show(ui.searched, true);
+    }
+    remember(result);
     renderTimings(result);
     setState("done");
     ui.status.textContent = refused
@@ -429,6 +723,7 @@
     const parts = [];
     if (fmtMs(t.first_token)) parts.push("First words " + fmtMs(t.first_token));
     if (fmtMs(t.total)) parts.push("Total " + fmtMs(t.total));
+    if (fmtMs(t.rewrite)) parts.push("Follow-up rewrite " + fmtMs(t.rewrite));
     if (fmtMs(t.retrieve)) parts.push("Search " + fmtMs(t.retrieve));
     parts.push(result.model ? "Model " + result.model : "No model asked");
     ui.timings.textContent = parts.join(" · ");
@@ -555,6 +850,8 @@
     const mine = ++runId;
     controller = new AbortController();
     resetResult(question);
+    currentOnScreen = false;
+    renderThread();
     setState("asking");
     ui.status.textContent = "Searching the documents…";
 
@@ -599,7 +896,7 @@
       const response = await fetch("/v1/ask", {
         method: "POST",
         headers: headers,
-        body: JSON.stringify({ question: question, stream: true }),
+        body: JSON.stringify({ question: question, stream: true, history: historyForRequest() }),
         signal: controller.signal,
         cache: "no-store",
         credentials: "same-origin",
@@ -652,6 +949,8 @@
     if (typeof ui.form.requestSubmit === "function") ui.form.requestSubmit();
     else ui.ask.click();
   });
+
+  renderThread();
 
   ui.stop.addEventListener("click", () => {
     if (controller) controller.abort();
