@@ -364,3 +364,14 @@ def test_search_prints_the_file_and_page_to_open_on_the_host(
     result = CliRunner().invoke(cli, ["search", "backwash permissives PLC-300", "--k", "3", "--type", "pdf"])
     assert result.exit_code == 0, result.output
     assert f"open: {site['plant'] / PDF} (page " in result.output
+
+
+def test_html_nested_past_the_parsers_limit_is_still_shown_and_its_scripts_are_not() -> None:
+    from appliance.documents.highlight import highlight
+    from appliance.documents.render_html import render_html
+
+    deep = "<html><body>" + "<div>" * 10_000 + "deepest nested text<script>alert('payload')</script>"
+    tree = render_html(deep + "</div>" * 10_000 + "<p>after the nest</p></body></html>")
+    text = tree.root.text()
+    assert "deepest nested text" in text and "after the nest" in text and "payload" not in text
+    assert highlight(tree.root, ["deepest nested text"]).found == 1

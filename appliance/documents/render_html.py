@@ -14,6 +14,7 @@ import lxml.etree
 import lxml.html
 
 from appliance.documents.tree import TreeBuilder
+from appliance.ingest.loaders.html_stream import read_flat_html
 
 # Dropped with everything inside them.
 _DROPPED = frozenset(
@@ -47,20 +48,30 @@ def _span(element: Any, name: str) -> int | None:
 
 
 def _parse(text: str) -> Any:
+    """The lxml tree, or None when libxml2 gave up part-way (nesting past its limit drops the rest)."""
     parser = lxml.html.HTMLParser(encoding="utf-8", huge_tree=True, remove_comments=True, remove_pis=True)
     try:
         root = lxml.html.document_fromstring(text.encode("utf-8"), parser=parser)
     except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
         return None
+    if any(error.level == lxml.etree.ErrorLevels.FATAL for error in parser.error_log):
+        return None
     return root
 
 
-def render_html(text: str) -> TreeBuilder:
+def _flat(text: str) -> TreeBuilder:
+    """What the loader indexes from HTML lxml cannot build: headings and paragraphs, scripts skipped."""
     tree = TreeBuilder()
+    for level, words in read_flat_html(text)[1]:
+        tree.element(f"h{level}" if level else "p", words)
+    return tree
+
+
+def render_html(text: str) -> TreeBuilder:
     root = _parse(text)
     if root is None:
-        tree.element("p", "(this HTML file could not be parsed; open the original file)")
-        return tree
+        return _flat(text)
+    tree = TreeBuilder()
     body = root.find("body")
     start = body if body is not None else root
     walker = lxml.etree.iterwalk(start, events=("start", "end"))
