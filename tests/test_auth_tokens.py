@@ -43,7 +43,7 @@ def test_create_returns_a_secret_stored_only_as_its_sha256(store: TokenStore, ho
     assert stored == hashlib.sha256(secret.encode()).hexdigest()
     data = database_bytes(home)
     assert secret.encode() not in data
-    assert secret.rsplit("_", 1)[1].encode() not in data  # not even the random part alone
+    assert secret.split("_", 2)[2].encode() not in data  # not even the random part alone
 
 
 def test_verify_accepts_the_secret_and_rejects_wrong_malformed_unknown_and_revoked(store: TokenStore) -> None:
@@ -52,7 +52,7 @@ def test_verify_accepts_the_secret_and_rejects_wrong_malformed_unknown_and_revok
     assert verified is not None and verified.id == info.id and verified.name == "night-shift"
     assert verified.last_used_at is not None
 
-    random_part = secret.rsplit("_", 1)[1]
+    random_part = secret.split("_", 2)[2]
     wrong = secret[:-1] + ("A" if secret[-1] != "A" else "B")
     other_id = f"apl_{'0' * 8 if info.id != '0' * 8 else '1' * 8}_{random_part}"
     for bad in [
@@ -93,9 +93,9 @@ def test_verify_updates_last_used_at_at_most_once_a_minute(
 
 
 def test_roles_allow_what_the_matrix_says() -> None:
-    assert ROLE_ALLOWS["operator"] == {"ask", "search"}
-    assert ROLE_ALLOWS["admin"] == {"ask", "search", "reindex", "documents", "audit"}
-    for action in ("ask", "search"):
+    assert ROLE_ALLOWS["operator"] == {"ask", "search", "open"}
+    assert ROLE_ALLOWS["admin"] == {"ask", "search", "open", "reindex", "documents", "audit"}
+    for action in ("ask", "search", "open"):  # open: the original file of a cited document
         assert role_allows("operator", action) and role_allows("admin", action)
     for action in ("reindex", "documents", "audit"):
         assert not role_allows("operator", action) and role_allows("admin", action)
