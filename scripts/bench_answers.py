@@ -23,6 +23,7 @@ Settings of the appliance side: defaults and APPLIANCE_<SECTION>_<FIELD> variabl
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
 import os
 import re
@@ -49,6 +50,10 @@ REPO = Path(__file__).resolve().parent.parent
 RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
 TOKEN = re.compile(r"\w+")
 NAIVE_PROMPT = "Answer the question using the context below.\n\nContext:\n{context}\n\nQuestion: {question}\nAnswer:"
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
 
 
 def holds_all(answer: str, phrases: tuple[str, ...]) -> bool:
@@ -187,6 +192,13 @@ def run_set(
                 "refusal_reason": result.refusal_reason,
                 "context_files": sorted(context_files),
                 "unsupported": result.unsupported,
+                # What the model was given, without copying it: scripts/support_labels.py rebuilds the sources
+                # and refuses a label whose sources changed since.
+                "sources": [
+                    {"n": e.n, "path": e.path, "chunk_ids": e.chunk_ids, "sha256": _sha(e.text)}
+                    for e in result.evidence
+                    if e.n is not None
+                ],
             }
         )
         if naive is not None and (not naive_limit or len(theirs) < naive_limit):
@@ -236,7 +248,10 @@ def main() -> int:
     parser.add_argument("--naive-limit", type=int, default=0, help="Ask the naive pipeline the first N only.")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
-        "--runbooks-set", choices=["heldout", "tune"], default="heldout", help="tune: the questions to tune on."
+        "--runbooks-set",
+        choices=["heldout", "tune", "sampled"],
+        default="heldout",
+        help="tune: the questions to tune on; sampled: the set written from random passages (never tune on it).",
     )
     parser.add_argument(
         "--compare", type=Path, default=None, help="An earlier --json output: report what moved, question by question."

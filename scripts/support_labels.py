@@ -1,0 +1,219 @@
+"""How often is the support check right? Precision and recall of "unsupported" against hand labels.
+
+The labels (scripts/qa/support_labels.jsonl) say, for answer sentences of stored generations
+(scripts/results/*.json rows with the model's `generated` text), whether the sentence is right or
+wrong against the sources the model was given, with the labeller's reason. The sources are rebuilt
+here exactly as the answerer built them (search → prompt with the generator's tokenizer), and the
+answer is re-checked with today's code (citations, attribution, support):
+
+  precision = of the sentences the check flags unsupported, the share that are wrong
+  recall    = of the wrong sentences, the share the check flags
+
+`worksheet` writes, for the labeller, each answer with its numbered sources and the check's verdict
+per sentence, into a file outside the repository (it copies the runbooks' text). A label records the
+sha256 of its answer's sources; `measure` refuses a label whose sources have changed since.
+
+Usage:
+  python scripts/support_labels.py worksheet --set NAME [--results FILE:KEY] [--out /tmp/ws.md]
+  python scripts/support_labels.py measure [--labels scripts/qa/support_labels.jsonl] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+import appliance  # noqa: F401  (offline environment first)
+from appliance.answer.answerer import checked_text
+from appliance.answer.attribution import attribute_citations
+from appliance.answer.citations import parse_citations
+from appliance.answer.prompt import Prompt, build_prompt
+from appliance.answer.support import SentenceSupport, check_support
+from appliance.config import Settings, load_settings
+from appliance.ingest.pipeline import ingest
+from appliance.models.generation import Generator, load_generator
+from appliance.retrieve.search import Searcher
+
+REPO = Path(__file__).resolve().parent.parent
+RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
+LABELS = REPO / "scripts" / "qa" / "support_labels.jsonl"
+# Where each labelled set's generations are stored, and the corpus they answer from.
+RESULTS = {
+    "heldout": (REPO / "scripts/results/bench_answers.json", "runbooks_heldout_all75_final", "runbooks"),
+    "sampled": (REPO / "scripts/results/bench_answers_sampled.json", "runbooks", "runbooks"),
+    "demo": (REPO / "scripts/results/bench_answers.json", "demo_corpus_all34_final", "demo"),
+}
+
+
+class Checker:
+    """Rebuilds an answer's prompt and re-runs the answerer's checks on the stored generation."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.searcher = Searcher(settings)
+        self.generator: Generator = load_generator(settings)
+
+    def prompt(self, question: str) -> Prompt:
+        max_sources = self.settings.answer.max_sources
+        found = self.searcher.search(question, k=max(max_sources, 3))
+        rows = self.searcher.index.catalog.chunks_by_ids([hit.chunk_id for hit in found.hits])
+        budget = min(self.settings.answer.max_prompt_tokens, self.generator.n_ctx - self.settings.generator.max_tokens)
+        return build_prompt(
+            question,
+            [rows[hit.chunk_id] for hit in found.hits],
+            count_tokens=self.generator.count_tokens,
+            budget_tokens=budget,
+            max_sources=max_sources,
+            following=self.searcher.index.catalog.following_chunks,
+            window_chunks=self.settings.answer.window_chunks,
+        )
+
+    def verdicts(self, question: str, generated: str) -> tuple[Prompt, list[SentenceSupport]]:
+        prompt = self.prompt(question)
+        report = parse_citations(generated.strip(), len(prompt.sources))
+        texts = {source.n: checked_text(source) for source in prompt.sources}
+        _, sentences, _ = attribute_citations(report.text, report.sentences, texts)
+        support = check_support(sentences, texts, embed=self.searcher.embedder.embed, question=question)
+        return prompt, support.details
+
+    def close(self) -> None:
+        self.searcher.close()
+        self.generator.close()
+
+
+def sources_sha(prompt: Prompt) -> str:
+    return hashlib.sha256("\n\0".join(s.block() for s in prompt.sources).encode()).hexdigest()
+
+
+def checker_for(corpus: str, home: Path, models_dir: Path) -> Checker:
+    environ = {**os.environ, "APPLIANCE_HOME": str(home / corpus), "APPLIANCE_MODELS_DIR": str(models_dir)}
+    environ.pop("APPLIANCE_CONFIG", None)
+    settings = load_settings(environ)
+    ingest(
+        settings,
+        sorted(p for p in RUNBOOKS.iterdir() if p.is_dir()) if corpus == "runbooks" else [REPO / "docs_corpus"],
+    )
+    return Checker(settings)
+
+
+def stored_rows(path: Path, key: str) -> dict[str, dict[str, Any]]:
+    data = json.loads(path.read_text())
+    return {row["id"]: row for row in data[key]["rows"] if row.get("generated")}
+
+
+def worksheet(args: argparse.Namespace) -> int:
+    path, key, corpus = RESULTS[args.set]
+    if args.results:
+        file, _, key = args.results.partition(":")
+        path = Path(file)
+    checker = checker_for(corpus, args.home, args.models_dir)
+    lines: list[str] = []
+    try:
+        for qid, row in stored_rows(path, key).items():
+            if args.ids and qid not in args.ids.split(","):
+                continue
+            prompt, details = checker.verdicts(row["question"], row["generated"])
+            lines += [
+                f"## {args.set} {qid} (answerable={row['answerable']}, refused={row['refused']})",
+                f"sources_sha256: {sources_sha(prompt)}",
+                f"Q: {row['question']}",
+                "",
+            ]
+            lines += [f"### source {s.block()}\n" for s in prompt.sources]
+            lines += ["### generated", row["generated"], "", "### verdicts"]
+            for d in details:
+                if d.checked:
+                    mark = "ok  " if d.supported else "FLAG"
+                    lines.append(f"- {mark} {list(d.cited)} {d.sentence!r} :: {d.reason}")
+            lines.append("")
+    finally:
+        checker.close()
+    Path(args.out).write_text("\n".join(lines) + "\n")
+    print(f"worksheet: {args.out}", file=sys.stderr)
+    return 0
+
+
+def measure(args: argparse.Namespace) -> int:
+    labels = [json.loads(line) for line in args.labels.read_text().splitlines() if line.strip()]
+    by_answer: dict[tuple[str, str], list[dict[str, Any]]] = {}
+    for label in labels:
+        by_answer.setdefault((label["set"], label["id"]), []).append(label)
+    checkers: dict[str, Checker] = {}
+    outcome: list[dict[str, Any]] = []
+    stale: list[str] = []
+    unmatched: list[str] = []
+    try:
+        for (set_name, qid), answer_labels in by_answer.items():
+            path, key, corpus = RESULTS[set_name]
+            row = stored_rows(path, key)[qid]
+            if corpus not in checkers:
+                checkers[corpus] = checker_for(corpus, args.home, args.models_dir)
+            prompt, details = checkers[corpus].verdicts(row["question"], row["generated"])
+            if sources_sha(prompt) != answer_labels[0]["sources_sha256"]:
+                stale.append(f"{set_name}/{qid}")
+                continue
+            verdict = {d.sentence: d for d in details if d.checked}
+            for label in answer_labels:
+                judged = verdict.get(label["sentence"])
+                if judged is None:
+                    unmatched.append(f"{set_name}/{qid}: {label['sentence'][:60]}")
+                    continue
+                outcome.append(
+                    {
+                        "set": set_name,
+                        "id": qid,
+                        "wrong": label["label"] == "wrong",
+                        "flagged": not judged.supported,
+                        "reason": judged.reason,
+                        "sentence": label["sentence"],
+                    }
+                )
+    finally:
+        for checker in checkers.values():
+            checker.close()
+    report = {"per_set": {}, "stale_answers": stale, "unmatched_labels": unmatched}
+    for set_name in [*sorted({o["set"] for o in outcome}), "all"]:
+        mine = [o for o in outcome if set_name in ("all", o["set"])]
+        flagged = [o for o in mine if o["flagged"]]
+        wrong = [o for o in mine if o["wrong"]]
+        report["per_set"][set_name] = {
+            "sentences": len(mine),
+            "wrong": len(wrong),
+            "flagged": len(flagged),
+            "flagged_and_wrong": sum(1 for o in flagged if o["wrong"]),
+            "precision": round(sum(1 for o in flagged if o["wrong"]) / len(flagged), 3) if flagged else None,
+            "recall": round(sum(1 for o in wrong if o["flagged"]) / len(wrong), 3) if wrong else None,
+            "flag_reasons_of_right_sentences": dict(
+                Counter(o["reason"].split(":")[0] for o in flagged if not o["wrong"]).most_common()
+            ),
+            "missed_wrong": [o["sentence"] for o in wrong if not o["flagged"]],
+        }
+    print(json.dumps(report, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("command", choices=["worksheet", "measure"])
+    parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-answers")
+    parser.add_argument("--models-dir", type=Path, default=REPO / "models")
+    parser.add_argument("--labels", type=Path, default=LABELS)
+    parser.add_argument("--set", choices=sorted(RESULTS), default="heldout")
+    parser.add_argument("--results", default="", help="FILE:KEY of stored generations (default: the set's own).")
+    parser.add_argument("--ids", default="", help="Only these question ids (comma-separated).")
+    parser.add_argument("--out", default="/tmp/support_worksheet.md")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    return worksheet(args) if args.command == "worksheet" else measure(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
