@@ -37,7 +37,10 @@ from appliance.evaluate.flips import (
 )
 from appliance.evaluate.runner import load_qa
 from appliance.ingest.pipeline import ingest
-from appliance.retrieve.search import Searcher
+from appliance.retrieve.search import Searcher, SearchResult
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from prototype_vocabulary import Vocabulary, prototype_decision
 
 REPO = Path(__file__).resolve().parent.parent
 RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
@@ -76,11 +79,51 @@ def new_refusal_causes(rows: list[FlipRow]) -> dict[str, dict[str, int]]:
     return {kind: dict(counter) for kind, counter in causes.items()}
 
 
+class Decisions:
+    """The evidence decision on a text, today's or the prototype's; one search per text, shared."""
+
+    def __init__(self, searcher: Searcher, *, prototype: bool, results: dict[str, SearchResult] | None = None) -> None:
+        self.searcher = searcher
+        self.prototype = prototype
+        self.results: dict[str, SearchResult] = {} if results is None else results
+        self.vocabulary = Vocabulary(searcher.index.catalog.conn) if prototype else None
+
+    def __call__(self, text: str) -> tuple[bool, str]:
+        if text not in self.results:
+            self.results[text] = self.searcher.search(text, k=10)
+        evidence = self.results[text].evidence
+        if self.vocabulary is None or evidence.signals is None:
+            return not evidence.sufficient, evidence.reason
+        return prototype_decision(evidence.signals, self.searcher.settings, self.vocabulary)
+
+
+def originals_table(rows: list[FlipRow]) -> dict[str, dict[str, Any]]:
+    """Per set, the refusals of the unperturbed questions: answerable refused, unanswerable declined."""
+    table: dict[str, dict[str, Any]] = {}
+    for name in dict.fromkeys(r.set_name for r in rows):
+        originals = [r for r in rows if r.set_name == name and r.kind == "original"]
+        answerable = [r for r in originals if r.answerable]
+        unanswerable = [r for r in originals if not r.answerable]
+        table[name] = {
+            "answerable_refused": f"{sum(r.refused for r in answerable)}/{len(answerable)}",
+            "unanswerable_declined": f"{sum(r.refused for r in unanswerable)}/{len(unanswerable)}",
+            "answerable_refused_ids": [r.id for r in answerable if r.refused],
+            "unanswerable_answered_ids": [r.id for r in unanswerable if not r.refused],
+        }
+    return table
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-answers")
     parser.add_argument("--models-dir", type=Path, default=REPO / "models")
     parser.add_argument("--sets", default="tune,heldout,sampled,demo")
+    parser.add_argument(
+        "--prototype",
+        action="store_true",
+        help="Also measure scripts/prototype_vocabulary.py's veto on the same searches.",
+    )
+    parser.add_argument("--limit", type=int, default=0, help="Questions per set (0 = all), for a quick look.")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
     names = args.sets.split(",")
@@ -89,26 +132,25 @@ def main() -> int:
         parser.error(f"unknown set(s) {', '.join(unknown)}; choose from {', '.join(SETS)}")
     rows: list[FlipRow] = []
     controls: dict[str, Any] = {}
+    proto_rows: list[FlipRow] = []
+    proto_controls: dict[str, Any] = {}
     searchers: dict[str, Searcher] = {}
     for name in names:
         corpus, path = SETS[name]
         if corpus not in searchers:
             searchers[corpus] = searcher_for(corpus, args.home, args.models_dir)
         searcher = searchers[corpus]
-        cache: dict[str, tuple[bool, str]] = {}
+        decide = Decisions(searcher, prototype=False)
 
-        def decide(
-            text: str, searcher: Searcher = searcher, cache: dict[str, tuple[bool, str]] = cache
-        ) -> tuple[bool, str]:
-            if text not in cache:
-                evidence = searcher.search(text, k=10).evidence
-                cache[text] = (not evidence.sufficient, evidence.reason)
-            return cache[text]
-
-        questions = [Question(name, item.id, item.question, item.answerable) for item in load_qa(path)]
+        items = load_qa(path)[: args.limit] if args.limit else load_qa(path)
+        questions = [Question(name, item.id, item.question, item.answerable) for item in items]
         set_rows = decision_flips(decide, questions)
         rows += set_rows
         controls[name] = control_refusals(decide, questions)
+        if args.prototype:
+            proto = Decisions(searcher, prototype=True, results=decide.results)
+            proto_rows += decision_flips(proto, questions)
+            proto_controls[name] = control_refusals(proto, questions)
         summary = summarize_flips(set_rows)
         print(
             f"{name}: answerable flips {summary['answerable']['flips']}/{summary['answerable']['variants']}, "
@@ -127,12 +169,26 @@ def main() -> int:
             name: {k: v for k, v in c.items() if k != "answered_controls"} for name, c in controls.items()
         },
     }
+    if args.prototype:
+        report["prototype_vocabulary"] = {
+            "note": "scripts/prototype_vocabulary.py: the unknown-word veto after explaining measurement tokens, "
+            "one-edit misspellings and compounds of known pieces; NOT the product's rule",
+            "all_sets": summarize_flips(proto_rows),
+            "new_refusal_causes": new_refusal_causes(proto_rows),
+            "originals": originals_table(proto_rows),
+            "invented_name_controls": {
+                name: {k: v for k, v in c.items() if k != "answered_controls"} for name, c in proto_controls.items()
+            },
+        }
+    report["originals"] = originals_table(rows)
     print(json.dumps(report, indent=2))
     if args.json:
         full = {
             **report,
             "flipped": flip_rows_json(rows),
             "answered_controls": {name: c["answered_controls"] for name, c in controls.items()},
+            "prototype_flipped": flip_rows_json(proto_rows),
+            "prototype_answered_controls": {name: c["answered_controls"] for name, c in proto_controls.items()},
         }
         args.json.write_text(json.dumps(full, indent=1) + "\n")
     return 0

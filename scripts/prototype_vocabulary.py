@@ -1,0 +1,82 @@
+"""A prototype for issue 16 phase B, measured here and NOT in the product: an unknown-word veto that
+explains the words operators really type before it vetoes.
+
+Today (appliance/retrieve/evidence.py) a question is refused outright when one "salient" word of it
+(capitalized, or several WordPiece pieces) occurs nowhere in the corpus. The prototype keeps that
+veto but first explains away, as a real operator's wording rather than an unknown subject:
+
+* tokens of measurement: percentiles (p99), status classes (5xx), sizes and durations (2Gi, 15m);
+* a misspelling: a corpus word at Damerau-Levenshtein distance 1 (words of 5+ letters; each variant
+  is looked up through FTS5, which stems it as it stems the corpus);
+* a compound: an alert name or identifier whose CamelCase or separator pieces all occur in the corpus
+  (ContainerRegistryGCOverdueBlobQueueTooLarge where the runbook writes ...Overdue[Blob|Manifest]...).
+
+A made-up name keeps at least one unknown piece (KubeVorquelzanLooping: "vorquelzan"), so it is still
+refused. The evidence model's probability and threshold are left as they are.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from functools import lru_cache
+
+from appliance.config import Settings
+from appliance.retrieve.evidence import EvidenceSignals, _known_word, answerable_probability
+
+_MEASURE = re.compile(r"^(p\d{2,3}(\.\d+)?|\dxx|\d+(\.\d+)?([kmgt]i?b?|ms|s|m|h|d|%))$", re.IGNORECASE)
+_PIECES = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+
+
+class Vocabulary:
+    """Is a word in the corpus (FTS5 applies its porter stemmer to the query word), and which one-edit
+    variant of a misspelt word is?"""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self._known = lru_cache(maxsize=200_000)(lambda term: _known_word(conn, term))
+
+    def known(self, term: str) -> bool:
+        return bool(self._known(term.lower()))
+
+    def near(self, word: str) -> str | None:
+        """A corpus word one edit (delete, swap, substitute, insert) from the word, if there is one."""
+        for variant in _one_edit_variants(word.lower()):
+            if self.known(variant):
+                return variant
+        return None
+
+
+def _one_edit_variants(word: str) -> list[str]:
+    letters = "abcdefghijklmnopqrstuvwxyz"
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    deletes = [a + b[1:] for a, b in splits if b]
+    swaps = [a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1]
+    substitutions = [a + c + b[1:] for a, b in splits if b for c in letters if c != b[0]]
+    inserts = [a + c + b for a, b in splits for c in letters]
+    return list(dict.fromkeys(swaps + deletes + substitutions + inserts))
+
+
+def explanation(term: str, vocabulary: Vocabulary) -> str | None:
+    """Why an unknown term is operator wording rather than an unknown subject; None when it is not."""
+    if _MEASURE.match(term):
+        return "measurement token"
+    pieces = [p for p in _PIECES.findall(term) if len(p) >= 3 and not p.isdigit()]
+    if len(pieces) >= 2 and all(vocabulary.known(p) for p in pieces):
+        return "compound of known pieces"
+    if len(term) >= 5 and term.isalpha():
+        near = vocabulary.near(term)
+        if near is not None:
+            return f"misspelling of {near}"
+    return None
+
+
+def prototype_decision(signals: EvidenceSignals, settings: Settings, vocabulary: Vocabulary) -> tuple[bool, str]:
+    """(refused, reason) with the prototype veto; the probability part is today's."""
+    unexplained = [t for t in signals.salient_unknown_terms if explanation(t, vocabulary) is None]
+    if unexplained:
+        return True, f"the documents never mention {', '.join(unexplained[:3])}"
+    probability = answerable_probability(signals, settings)
+    threshold = settings.evidence.threshold
+    if probability >= threshold:
+        return False, f"matching passages found (confidence {probability:.2f} ≥ {threshold:.2f})"
+    return True, f"below threshold (confidence {probability:.2f} < {threshold:.2f})"
