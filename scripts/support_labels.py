@@ -139,6 +139,21 @@ def worksheet(args: argparse.Namespace) -> int:
     return 0
 
 
+def reason_kind(reason: str) -> str:
+    """The check's reason without its figures: 'only 43% of its words...' → 'too few of its words in the sources'."""
+    if reason.startswith("cites nothing"):
+        return "cites nothing"
+    if "% of its words" in reason:
+        return "too few of its words in the cited sources"
+    if "not in the cited sources" in reason:
+        return "an identifier, number, quantity or command not in the cited sources"
+    if "contradicts a negation" in reason:
+        return "negation flipped"
+    if "not among the sources given" in reason:
+        return "cites a source not given"
+    return reason
+
+
 def measure(args: argparse.Namespace) -> int:
     labels = [json.loads(line) for line in args.labels.read_text().splitlines() if line.strip()]
     by_answer: dict[tuple[str, str], list[dict[str, Any]]] = {}
@@ -190,7 +205,7 @@ def measure(args: argparse.Namespace) -> int:
             "precision": round(sum(1 for o in flagged if o["wrong"]) / len(flagged), 3) if flagged else None,
             "recall": round(sum(1 for o in wrong if o["flagged"]) / len(wrong), 3) if wrong else None,
             "flag_reasons_of_right_sentences": dict(
-                Counter(o["reason"].split(":")[0] for o in flagged if not o["wrong"]).most_common()
+                Counter(reason_kind(o["reason"]) for o in flagged if not o["wrong"]).most_common()
             ),
             "missed_wrong": [o["sentence"] for o in wrong if not o["flagged"]],
         }
