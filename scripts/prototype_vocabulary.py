@@ -8,24 +8,29 @@ veto but first explains away, as a real operator's wording rather than an unknow
 * tokens of measurement: percentiles (p99), status classes (5xx), sizes and durations (2Gi, 15m);
 * a misspelling: a corpus word at Damerau-Levenshtein distance 1 (words of 5+ letters; each variant
   is looked up through FTS5, which stems it as it stems the corpus);
-* a compound: an alert name or identifier whose CamelCase or separator pieces all occur in the corpus
-  (ContainerRegistryGCOverdueBlobQueueTooLarge where the runbook writes ...Overdue[Blob|Manifest]...).
+* a compound: an alert name or identifier without digits whose CamelCase or separator pieces all occur
+  in the corpus (ContainerRegistryGCOverdueBlobQueueTooLarge where the runbook writes
+  ...Overdue[Blob|Manifest]..., CONTROLLER-MANAGER typed in capitals, Kube*CrashLooping);
+* the pager's own status (`[FIRING:1]`, `RESOLVED`).
 
 A made-up name keeps at least one unknown piece (KubeVorquelzanLooping: "vorquelzan"), so it is still
-refused. The evidence model's probability and threshold are left as they are.
+refused. An explained term also stops counting as an unknown identifier in the evidence model's
+features, and leaves the coverage's denominator; the coefficients and threshold are today's.
 """
 
 from __future__ import annotations
 
 import re
 import sqlite3
+from dataclasses import replace
 from functools import lru_cache
 
 from appliance.config import Settings
 from appliance.retrieve.evidence import EvidenceSignals, _known_word, answerable_probability
 
 _MEASURE = re.compile(r"^(p\d{2,3}(\.\d+)?|\dxx|\d+(\.\d+)?([kmgt]i?b?|ms|s|m|h|d|%))$", re.IGNORECASE)
-_PIECES = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+")
+_PIECES = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
+_PAGER = re.compile(r"^(firing|resolved)(:\d+)?$", re.IGNORECASE)
 
 
 class Vocabulary:
@@ -60,9 +65,12 @@ def explanation(term: str, vocabulary: Vocabulary) -> str | None:
     """Why an unknown term is operator wording rather than an unknown subject; None when it is not."""
     if _MEASURE.match(term):
         return "measurement token"
-    pieces = [p for p in _PIECES.findall(term) if len(p) >= 3 and not p.isdigit()]
-    if len(pieces) >= 2 and all(vocabulary.known(p) for p in pieces):
-        return "compound of known pieces"
+    if _PAGER.match(term):
+        return "pager status"
+    if not any(ch.isdigit() for ch in term):  # a tag with digits (VLV-9999-B) stays a name
+        pieces = [p for p in _PIECES.findall(term) if len(p) >= 3]
+        if len(pieces) >= 2 and all(vocabulary.known(p) for p in pieces):
+            return "compound of known pieces"
     if len(term) >= 5 and term.isalpha():
         near = vocabulary.near(term)
         if near is not None:
@@ -71,11 +79,24 @@ def explanation(term: str, vocabulary: Vocabulary) -> str | None:
 
 
 def prototype_decision(signals: EvidenceSignals, settings: Settings, vocabulary: Vocabulary) -> tuple[bool, str]:
-    """(refused, reason) with the prototype veto; the probability part is today's."""
-    unexplained = [t for t in signals.salient_unknown_terms if explanation(t, vocabulary) is None]
+    """(refused, reason): today's decision with every explained term taken out of the unknown ones, for the
+    veto and for the evidence model's features alike (an explained identifier is no unknown identifier; an
+    explained word leaves the coverage's denominator)."""
+    explained = {t for t in (*signals.unknown_terms, *signals.unknown_identifiers) if explanation(t, vocabulary)}
+    unexplained = [t for t in signals.salient_unknown_terms if t not in explained]
     if unexplained:
         return True, f"the documents never mention {', '.join(unexplained[:3])}"
-    probability = answerable_probability(signals, settings)
+    dropped = sum(1 for t in signals.unknown_terms if t in explained)
+    remaining = max(1, signals.content_terms - dropped)
+    adjusted = replace(
+        signals,
+        unknown_terms=tuple(t for t in signals.unknown_terms if t not in explained),
+        salient_unknown_terms=(),
+        unknown_identifiers=tuple(t for t in signals.unknown_identifiers if t not in explained),
+        coverage=min(1.0, signals.coverage * signals.content_terms / remaining),
+        content_terms=remaining,
+    )
+    probability = answerable_probability(adjusted, settings)
     threshold = settings.evidence.threshold
     if probability >= threshold:
         return False, f"matching passages found (confidence {probability:.2f} ≥ {threshold:.2f})"

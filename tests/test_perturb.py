@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from appliance.evaluate.flips import Question, control_refusals, decision_flips, summarize_flips
-from appliance.evaluate.perturb import KINDS, invented_name, invented_name_controls, perturb, typo, wildcard
+from appliance.evaluate.perturb import KINDS, invented_name, invented_name_controls, perturb, synonym, typo, wildcard
 
 ALERT = "KubePodCrashLooping firing in payments, how do I find the crashing container?"
 PLAIN = "the chlorine residual keeps dropping at night, what should I check first?"
@@ -39,11 +39,14 @@ def test_perturbations_are_a_function_of_the_question_and_its_key() -> None:
         assert sorted(original) == sorted(misspelt) and len(original) >= 5
 
 
-def test_a_typo_never_touches_an_identifier() -> None:
+def test_a_typo_or_a_synonym_never_touches_an_identifier() -> None:
     question = "VLV-3042-B stuck half open, should maintenance replace it?"
     for key in map(str, range(20)):
         text = typo(question, key)
         assert text is not None and text.startswith("VLV-3042-B ")
+    # "high" is in the synonym table, but inside the tag it is part of a name.
+    assert synonym("locking out P-HIGH-003 for a seal job", "k") is None
+    assert synonym("P-HIGH-003 is stuck", "k") == "P-HIGH-003 is hung"
 
 
 def test_kinds_that_do_not_apply_yield_nothing() -> None:
@@ -90,7 +93,13 @@ def test_flip_counts_separate_answerable_and_unanswerable_questions() -> None:
     answerable = summary["answerable"]
     assert answerable["questions"] == 1 and answerable["refused_originals"] == 0
     # The brittle decision refuses every variant that adds or misspells a word; case changes do not flip it.
-    assert answerable["per_kind"]["typo"] == {"variants": 1, "flips": 1, "flip_rate": 1.0}
+    assert answerable["per_kind"]["typo"] == {
+        "variants": 1,
+        "flips": 1,
+        "flip_rate": 1.0,
+        "newly_refused": 1,
+        "newly_answered": 0,
+    }
     assert answerable["per_kind"]["lower_case"]["flips"] == 0
     assert answerable["per_kind"]["upper_case"]["flips"] == 0
     assert answerable["flips"] == sum(k["flips"] for k in answerable["per_kind"].values())

@@ -72,25 +72,33 @@ def _rate(flips: int, total: int) -> float | None:
     return round(flips / total, 4) if total else None
 
 
+def _counts(variants: list[FlipRow]) -> dict[str, Any]:
+    """Flips, and which way: a new refusal (the harm for an answerable question) or a new answer (for an
+    unanswerable one)."""
+    flips = [r for r in variants if r.flipped]
+    return {
+        "variants": len(variants),
+        "flips": len(flips),
+        "flip_rate": _rate(len(flips), len(variants)),
+        "newly_refused": sum(1 for r in flips if r.refused),
+        "newly_answered": sum(1 for r in flips if not r.refused),
+    }
+
+
 def summarize_flips(rows: list[FlipRow]) -> dict[str, Any]:
-    """Per answerability class: the original refusal rate, then per kind how many variants flipped."""
+    """Per answerability class: the original refusals, then per kind how many variants flipped, and which way."""
     summary: dict[str, Any] = {}
     for label, answerable in (("answerable", True), ("unanswerable", False)):
         mine = [r for r in rows if r.answerable == answerable]
         originals = [r for r in mine if r.kind == "original"]
         per_kind: dict[str, Any] = {}
         for kind in KINDS:
-            variants = [r for r in mine if r.kind == kind]
-            flips = sum(1 for r in variants if r.flipped)
-            per_kind[kind] = {"variants": len(variants), "flips": flips, "flip_rate": _rate(flips, len(variants))}
+            per_kind[kind] = _counts([r for r in mine if r.kind == kind])
         variants = [r for r in mine if r.kind != "original"]
-        flips = sum(1 for r in variants if r.flipped)
         summary[label] = {
             "questions": len(originals),
             "refused_originals": sum(1 for r in originals if r.refused),
-            "variants": len(variants),
-            "flips": flips,
-            "flip_rate": _rate(flips, len(variants)),
+            **_counts(variants),
             "questions_with_any_flip": len({(r.set_name, r.id) for r in variants if r.flipped}),
             "per_kind": per_kind,
         }

@@ -104,16 +104,16 @@ def _pick(key: str, kind: str, count: int) -> int:
     return int.from_bytes(digest[:8], "big") % count
 
 
+def _outside_identifiers(question: str) -> list[re.Match[str]]:
+    """Words that are not part of an identifier (P-HIGH-003 keeps its HIGH)."""
+    inside = [m.span() for t in extract_identifiers(question) for m in re.finditer(re.escape(t), question, re.I)]
+    return [m for m in _WORD.finditer(question) if not any(start <= m.start() < end for start, end in inside)]
+
+
 def _plain_words(question: str) -> list[re.Match[str]]:
     """Lower-case words of five or more letters outside identifiers: where a typo is a typo."""
-    inside = [m.span() for t in extract_identifiers(question) for m in re.finditer(re.escape(t), question, re.I)]
     return [
-        m
-        for m in _WORD.finditer(question)
-        if len(m.group()) >= 5
-        and m.group().isalpha()
-        and m.group().islower()
-        and not any(start <= m.start() < end for start, end in inside)
+        m for m in _outside_identifiers(question) if len(m.group()) >= 5 and m.group().isalpha() and m.group().islower()
     ]
 
 
@@ -131,7 +131,7 @@ def typo(question: str, key: str) -> str | None:
 
 def synonym(question: str, key: str) -> str | None:
     """One word of the synonym table replaced by its counterpart, its capital kept."""
-    words = [m for m in _WORD.finditer(question) if m.group().lower() in SYNONYMS]
+    words = [m for m in _outside_identifiers(question) if m.group().lower() in SYNONYMS]
     if not words:
         return None
     word = words[_pick(key, "synonym", len(words))]
