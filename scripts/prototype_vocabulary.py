@@ -6,11 +6,14 @@ Today (appliance/retrieve/evidence.py) a question is refused outright when one "
 veto but first explains away, as a real operator's wording rather than an unknown subject:
 
 * tokens of measurement: percentiles (p99), status classes (5xx), sizes and durations (2Gi, 15m);
-* a misspelling: a corpus word at Damerau-Levenshtein distance 1 (words of 5+ letters; each variant
-  is looked up through FTS5, which stems it as it stems the corpus);
+* a misspelling: a corpus word at Damerau-Levenshtein distance 1 (lower-case words of 5+ letters: a
+  capitalized Linkerd is a name, not a typo of "linked"; each variant is looked up through FTS5, which
+  stems it as it stems the corpus);
 * a compound: an alert name or identifier without digits whose CamelCase or separator pieces all occur
   in the corpus (ContainerRegistryGCOverdueBlobQueueTooLarge where the runbook writes
   ...Overdue[Blob|Manifest]..., CONTROLLER-MANAGER typed in capitals, Kube*CrashLooping);
+* a corpus name followed by known words (DNSErrors_PerDstNamespaceWarning where the runbook writes
+  DNSErrors_PerDstNamespace{Critical,Warning,Info});
 * the pager's own status (`[FIRING:1]`, `RESOLVED`).
 
 A made-up name keeps at least one unknown piece (KubeVorquelzanLooping: "vorquelzan"), so it is still
@@ -26,7 +29,7 @@ from dataclasses import replace
 from functools import lru_cache
 
 from appliance.config import Settings
-from appliance.retrieve.evidence import EvidenceSignals, _known_word, answerable_probability
+from appliance.retrieve.evidence import EvidenceSignals, _known_word, _occurs, answerable_probability
 
 _MEASURE = re.compile(r"^(p\d{2,3}(\.\d+)?|\dxx|\d+(\.\d+)?([kmgt]i?b?|ms|s|m|h|d|%))$", re.IGNORECASE)
 _PIECES = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+")
@@ -39,6 +42,8 @@ class Vocabulary:
 
     def __init__(self, conn: sqlite3.Connection) -> None:
         self._known = lru_cache(maxsize=200_000)(lambda term: _known_word(conn, term))
+        # Exact words only for misspellings: today's prefix match would take "nowad" (of nowadays) for Nomad.
+        self._word = lru_cache(maxsize=500_000)(lambda term: _occurs(conn, "chunks_fts", term))
 
     def known(self, term: str) -> bool:
         return bool(self._known(term.lower()))
@@ -46,7 +51,7 @@ class Vocabulary:
     def near(self, word: str) -> str | None:
         """A corpus word one edit (delete, swap, substitute, insert) from the word, if there is one."""
         for variant in _one_edit_variants(word.lower()):
-            if self.known(variant):
+            if self._word(variant):
                 return variant
         return None
 
@@ -71,11 +76,25 @@ def explanation(term: str, vocabulary: Vocabulary) -> str | None:
         pieces = [p for p in _PIECES.findall(term) if len(p) >= 3]
         if len(pieces) >= 2 and all(vocabulary.known(p) for p in pieces):
             return "compound of known pieces"
-    if len(term) >= 5 and term.isalpha():
+    if _known_name_plus_words(term, vocabulary):
+        return "known name plus known words"
+    if len(term) >= 5 and term.isalpha() and term.islower():  # Linkerd is a name, not a typo of "linked"
         near = vocabulary.near(term)
         if near is not None:
             return f"misspelling of {near}"
     return None
+
+
+def _known_name_plus_words(term: str, vocabulary: Vocabulary) -> bool:
+    """A corpus name (6+ characters) followed by known words: the pager's DNSErrors_PerDstNamespaceWarning
+    where the runbook writes DNSErrors_PerDstNamespace{Critical,Warning,Info}."""
+    for cut in range(len(term) - 3, 5, -1):
+        tail = [p for p in _PIECES.findall(term[cut:]) if len(p) >= 3]
+        if tail and term[cut - 1].isalnum() and all(vocabulary.known(p) for p in tail):
+            head = term[:cut].rstrip("_-.:*")
+            if len(head) >= 6 and vocabulary.known(head):
+                return True
+    return False
 
 
 def prototype_decision(signals: EvidenceSignals, settings: Settings, vocabulary: Vocabulary) -> tuple[bool, str]:
