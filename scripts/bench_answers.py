@@ -156,8 +156,15 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_set(
-    name: str, items: list[QAItem], answerer: Answerer, naive: NaivePipeline | None, naive_limit: int = 0
+    name: str,
+    items: list[QAItem],
+    answerer: Answerer,
+    naive: NaivePipeline | None,
+    naive_limit: int = 0,
+    partial: Path | None = None,
 ) -> dict[str, Any]:
+    """Both pipelines on every item; with `partial`, the rows so far are written there after each question
+    (a run stopped midway still leaves them)."""
     ours: list[dict[str, Any]] = []
     theirs: list[dict[str, Any]] = []
     for item in items:
@@ -229,6 +236,8 @@ def run_set(
             file=sys.stderr,
             flush=True,
         )
+        if partial is not None:
+            partial.write_text(json.dumps({name: {"partial": True, "rows": ours, "naive_rows": theirs}}, indent=1))
     report = {"appliance": summarize(ours), "naive": summarize(theirs) if theirs else None, "rows": ours}
     if theirs and len(theirs) < len(ours):
         # The naive pipeline answered only the first questions: the appliance on those same ones, side by side.
@@ -283,7 +292,8 @@ def main() -> int:
         wanted = {item.id for item in every[: args.limit]} if args.limit else set()
         wanted |= set(args.ids.split(",")) if args.ids else set()
         items = [item for item in every if item.id in wanted] if wanted else every
-        results[name] = run_set(name, items, answerer, naive, args.naive_limit)
+        partial = args.json.with_suffix(".partial.json") if args.json else None
+        results[name] = run_set(name, items, answerer, naive, args.naive_limit, partial)
         answerer.close()
         if naive is not None:
             naive.generator.close()
