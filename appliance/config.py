@@ -74,12 +74,14 @@ class SearchSettings(Section):
     k: int = Field(10, ge=1, le=1000, description="Hits returned by default.")
     mode: Literal["lexical", "dense", "hybrid"] = Field("hybrid", description="Default retrieval mode.")
     candidates: int = Field(100, ge=1, le=5000, description="Top-N chunks taken from each retriever before fusion.")
-    fusion: Literal["rrf", "weighted"] = Field(
-        "weighted", description="How hybrid mode fuses the two lists: reciprocal rank or min-max weighted scores."
+    fusion: Literal["rrf", "weighted", "zscore"] = Field(
+        "weighted",
+        description="How hybrid mode fuses the two lists: reciprocal rank, min-max weighted scores, or weighted "
+        "z-scores of each list (docs/generalization.md).",
     )
     rrf_k: float = Field(60.0, gt=0.0, le=10000.0, description="Reciprocal rank fusion constant k.")
     dense_weight: float = Field(
-        0.5, ge=0.0, le=1.0, description="Weighted fusion: share of the dense score (the rest is lexical)."
+        0.5, ge=0.0, le=1.0, description="Weighted and z-score fusion: share of the dense score (the rest is lexical)."
     )
     header_weight: float = Field(
         1.0, ge=0.0, le=20.0, description="bm25 weight of a chunk's 'title › section' header relative to its text."

@@ -17,7 +17,7 @@ from appliance.ingest.pipeline import ingest
 from appliance.retrieve.aggregate import aggregate_documents
 from appliance.retrieve.evidence import Evidence
 from appliance.retrieve.filters import Filters
-from appliance.retrieve.fusion import min_max, weighted_fusion
+from appliance.retrieve.fusion import min_max, weighted_fusion, z_scores, zscore_fusion
 from appliance.retrieve.search import MODES, Searcher
 
 # --- weighted fusion ---------------------------------------------------------------------------------
@@ -77,6 +77,56 @@ def test_weighted_fusion_of_equal_scores_gives_every_key_full_credit_and_keeps_f
 
 def test_weighted_fusion_of_two_empty_lists_is_empty() -> None:
     assert weighted_fusion([], [], 0.5) == []
+
+
+# --- z-score fusion ----------------------------------------------------------------------------------
+
+
+def test_z_scores_are_standard_scores_over_the_list() -> None:
+    # mean 6, population std sqrt(32/3)
+    spread = (32 / 3) ** 0.5
+    assert z_scores(LEXICAL) == pytest.approx({"a": 4 / spread, "b": 0.0, "c": -4 / spread})
+    assert z_scores([("only", 7.0)]) == {"only": 0.0}
+    assert z_scores([("a", 2.0), ("b", 2.0)]) == {"a": 0.0, "b": 0.0}
+    assert z_scores([]) == {}
+
+
+@given(
+    scale=st.floats(min_value=0.01, max_value=1000.0),
+    offset=st.floats(min_value=-1000.0, max_value=1000.0),
+    dense_weight=st.floats(min_value=0.0, max_value=1.0),
+)
+def test_zscore_fusion_does_not_depend_on_either_retrievers_scale(
+    scale: float, offset: float, dense_weight: float
+) -> None:
+    """bm25 is unbounded and cosines sit in a narrow band: only each list's own shape may count."""
+    rescaled = [(key, score * scale + offset) for key, score in LEXICAL]
+    fused, original = zscore_fusion(rescaled, DENSE, dense_weight), zscore_fusion(LEXICAL, DENSE, dense_weight)
+    assert [score for _, score in fused] == pytest.approx([score for _, score in original], abs=1e-9)
+    assert dict(fused) == pytest.approx(dict(original), abs=1e-9)
+
+
+def test_a_key_missing_from_one_list_gets_that_lists_lowest_z_score() -> None:
+    lexical = [("x", 5.0), ("y", 3.0), ("v", 1.0)]
+    dense = [("z", 0.8), ("x", 0.6), ("w", 0.4)]
+    zl, zd = z_scores(lexical), z_scores(dense)
+    fused = dict(zscore_fusion(lexical, dense, 0.25))
+    assert fused["y"] == pytest.approx(0.25 * min(zd.values()) + 0.75 * zl["y"])
+    assert fused["z"] == pytest.approx(0.25 * zd["z"] + 0.75 * min(zl.values()))
+    assert fused["x"] == pytest.approx(0.25 * zd["x"] + 0.75 * zl["x"])
+
+
+def test_zscore_fusion_at_an_extreme_weight_keeps_that_lists_order() -> None:
+    lexical = [("p", 9.0), ("q", 7.5), ("r", 3.0), ("s", 1.0)]
+    dense = [("s", 0.91), ("r", 0.80), ("t", 0.42), ("p", 0.40)]
+    assert [k for k, _ in zscore_fusion(lexical, dense, 0.0) if k in dict(lexical)] == ["p", "q", "r", "s"]
+    assert [k for k, _ in zscore_fusion(lexical, dense, 1.0) if k in dict(dense)] == ["s", "r", "t", "p"]
+
+
+def test_zscore_fusion_of_one_empty_list_is_the_other_list_in_order() -> None:
+    assert [k for k, _ in zscore_fusion(LEXICAL, [], 0.5)] == ["a", "b", "c"]
+    assert [k for k, _ in zscore_fusion([], DENSE, 0.5)] == ["b", "d", "a"]
+    assert zscore_fusion([], [], 0.5) == []
 
 
 # --- aggregation -------------------------------------------------------------------------------------
@@ -201,11 +251,12 @@ def test_every_hit_passes_the_filter_in_every_mode(
     assert {hit.path for hit in hits} == expected
 
 
+@pytest.mark.parametrize("fusion", ["weighted", "zscore"])
 @pytest.mark.parametrize(("dense_weight", "like"), [(0.0, "lexical"), (1.0, "dense")])
-def test_hybrid_with_weighted_fusion_at_an_extreme_weight_ranks_like_that_retriever(
-    filter_searcher: Searcher, dense_weight: float, like: str
+def test_hybrid_with_score_fusion_at_an_extreme_weight_ranks_like_that_retriever(
+    filter_searcher: Searcher, dense_weight: float, like: str, fusion: str
 ) -> None:
-    searcher = _variant(filter_searcher, fusion="weighted", dense_weight=dense_weight)
+    searcher = _variant(filter_searcher, fusion=fusion, dense_weight=dense_weight)
     single = [hit.chunk_id for hit in searcher.search("main pump bearings", k=50, mode=like).hits]  # type: ignore[arg-type]
     hybrid = [hit.chunk_id for hit in searcher.search("main pump bearings", k=50, mode="hybrid").hits]
     assert [chunk for chunk in hybrid if chunk in single] == single
@@ -242,7 +293,7 @@ def test_filters_admits_and_sql_agree_on_literal_prefixes() -> None:
 # --- search_documents ----------------------------------------------------------------------------------
 
 
-@pytest.mark.parametrize("fusion", ["rrf", "weighted"])
+@pytest.mark.parametrize("fusion", ["rrf", "weighted", "zscore"])
 @pytest.mark.parametrize("mode", MODES)
 def test_search_documents_ranks_each_document_by_its_best_chunk(
     filter_searcher: Searcher, mode: str, fusion: str

@@ -5,11 +5,19 @@
 * Weighted fusion: each list's scores are min-max normalized to [0, 1] over the list (a document
   missing from a list gets 0 there), then combined as w·dense + (1 − w)·lexical. Uses the score
   gaps, which RRF throws away.
+* Z-score fusion: each list's scores as standard scores over the list itself, (s − mean) / std (a
+  document missing from a list gets that list's lowest), combined as w·dense + (1 − w)·lexical.
+  Min-max scales a list by its two extremes only, so one outlier squeezes the rest of its list
+  towards 0; a z-score places every hit by the whole list's mean and spread, and like min-max
+  does not depend on either retriever's scale. Measured on seven collections of which only
+  SciFact train was tuned on (scripts/bench_fusion.py, docs/generalization.md): at least the
+  better single retriever on every untuned one, and never below min-max.
 Ties keep the order of first appearance.
 """
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Hashable, Sequence
 from typing import TypeVar
 
@@ -45,6 +53,33 @@ def weighted_fusion(
     for key in [*(key for key, _ in lexical), *(key for key, _ in dense)]:
         if key not in scores:
             scores[key] = dense_weight * dense_norm.get(key, 0.0) + (1.0 - dense_weight) * lexical_norm.get(key, 0.0)
+    return _sorted(scores)
+
+
+def z_scores(scored: Sequence[tuple[Key, float]]) -> dict[Key, float]:
+    """(score − mean) / population std over the list; a list of one score, or of equal scores, maps to 0."""
+    if not scored:
+        return {}
+    values = [score for _, score in scored]
+    mean = statistics.fmean(values)
+    spread = statistics.pstdev(values) if len(values) > 1 else 0.0
+    return {key: (score - mean) / spread if spread > 0 else 0.0 for key, score in scored}
+
+
+def zscore_fusion(
+    lexical: Sequence[tuple[Key, float]], dense: Sequence[tuple[Key, float]], dense_weight: float = 0.5
+) -> list[tuple[Key, float]]:
+    """w·z(dense) + (1 − w)·z(lexical); a key missing from a list gets that list's lowest z-score."""
+    lexical_z = z_scores(lexical)
+    dense_z = z_scores(dense)
+    lexical_floor = min(lexical_z.values(), default=0.0)
+    dense_floor = min(dense_z.values(), default=0.0)
+    scores: dict[Key, float] = {}
+    for key in [*(key for key, _ in lexical), *(key for key, _ in dense)]:
+        if key not in scores:
+            scores[key] = dense_weight * dense_z.get(key, dense_floor) + (1.0 - dense_weight) * lexical_z.get(
+                key, lexical_floor
+            )
     return _sorted(scores)
 
 

@@ -22,7 +22,7 @@ from appliance.models.registry import load_embedder
 from appliance.retrieve.aggregate import aggregate_documents
 from appliance.retrieve.evidence import Evidence, EvidenceSignals, decide_evidence
 from appliance.retrieve.filters import NO_FILTERS, Filters
-from appliance.retrieve.fusion import reciprocal_rank_fusion, weighted_fusion
+from appliance.retrieve.fusion import reciprocal_rank_fusion, weighted_fusion, zscore_fusion
 from appliance.retrieve.lexical import lexical_search
 from appliance.retrieve.rerank import Reranker, find_reranker
 
@@ -151,8 +151,9 @@ class Searcher:
         if mode == "dense":
             return list(found.dense)
         rows = {row.id: row for row, _ in [*found.lexical, *found.dense]}
-        if settings.fusion == "weighted":
-            fused = weighted_fusion(
+        if settings.fusion in ("weighted", "zscore"):
+            fuse = weighted_fusion if settings.fusion == "weighted" else zscore_fusion
+            fused = fuse(
                 [(row.id, s) for row, s in found.lexical],
                 [(row.id, s) for row, s in found.dense],
                 settings.dense_weight,

@@ -1,0 +1,102 @@
+"""What a fusion rule changes in the prompt: gold file and key phrases in the sources given to the model.
+
+For every answerable question of the runbook sets (tune, held-out, sampled) and the demo set, the
+prompt is built exactly as the answerer builds it (search → windows → token budget with the
+generator's tokenizer; no generation), once per fusion rule, and the share of questions whose prompt
+holds the gold file and every key phrase is reported side by side. Retrieval only: minutes.
+
+Usage: python scripts/bench_prompt_fusion.py [--fusions weighted,zscore] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import appliance  # noqa: F401  (offline environment first)
+from appliance.answer.prompt import build_prompt
+from appliance.config import load_settings
+from appliance.evaluate.runner import load_qa
+from appliance.ingest.pipeline import ingest
+from appliance.models.generation import load_generator
+from appliance.retrieve.search import Searcher
+
+REPO = Path(__file__).resolve().parent.parent
+RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
+SETS = {
+    "tune": ("runbooks", REPO / "scripts/qa/runbooks_tune.jsonl"),
+    "heldout": ("runbooks", REPO / "scripts/qa/runbooks_heldout.jsonl"),
+    "sampled": ("runbooks", REPO / "scripts/qa/runbooks_sampled.jsonl"),
+    "demo": ("demo", REPO / "scripts/qa/demo_corpus.jsonl"),
+}
+
+
+def holds_all(text: str, phrases: tuple[str, ...]) -> bool:
+    text = " ".join(text.lower().split())
+    return all(" ".join(p.lower().split()) in text for p in phrases)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-answers")
+    parser.add_argument("--models-dir", type=Path, default=REPO / "models")
+    parser.add_argument("--fusions", default="weighted,zscore")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    report: dict[str, Any] = {}
+    for corpus in ("runbooks", "demo"):
+        environ = {
+            **os.environ,
+            "APPLIANCE_HOME": str(args.home / corpus),
+            "APPLIANCE_MODELS_DIR": str(args.models_dir),
+        }
+        environ.pop("APPLIANCE_CONFIG", None)
+        base = load_settings(environ)
+        ingest(
+            base,
+            sorted(p for p in RUNBOOKS.iterdir() if p.is_dir()) if corpus == "runbooks" else [REPO / "docs_corpus"],
+        )
+        generator = load_generator(base)
+        budget = min(base.answer.max_prompt_tokens, generator.n_ctx - base.generator.max_tokens)
+        for fusion in args.fusions.split(","):
+            settings = base.model_copy(update={"search": base.search.model_copy(update={"fusion": fusion})})
+            searcher = Searcher(settings)
+            for name, (set_corpus, path) in SETS.items():
+                if set_corpus != corpus:
+                    continue
+                items = [item for item in load_qa(path) if item.answerable]
+                gold = phrases = 0
+                for item in items:
+                    found = searcher.search(item.question, k=settings.answer.max_sources)
+                    rows = searcher.index.catalog.chunks_by_ids([hit.chunk_id for hit in found.hits])
+                    prompt = build_prompt(
+                        item.question,
+                        [rows[hit.chunk_id] for hit in found.hits],
+                        count_tokens=generator.count_tokens,
+                        budget_tokens=budget,
+                        max_sources=settings.answer.max_sources,
+                        following=searcher.index.catalog.following_chunks,
+                        window_chunks=settings.answer.window_chunks,
+                    )
+                    gold += any(s.chunk.document_path in item.gold_files for s in prompt.sources)
+                    phrases += holds_all("\n".join(s.text for s in prompt.sources), item.answer_keyphrases)
+                report.setdefault(name, {})[fusion] = {
+                    "questions": len(items),
+                    "gold_file_in_prompt": round(gold / len(items), 3),
+                    "keyphrases_in_prompt": round(phrases / len(items), 3),
+                }
+                print(f"{name} {fusion}: {report[name][fusion]}", file=sys.stderr, flush=True)
+            searcher.close()
+        generator.close()
+    print(json.dumps(report, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
