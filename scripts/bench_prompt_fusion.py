@@ -25,14 +25,11 @@ from appliance.ingest.pipeline import ingest
 from appliance.models.generation import load_generator
 from appliance.retrieve.search import Searcher
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_perturbations import SETS
+
 REPO = Path(__file__).resolve().parent.parent
 RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
-SETS = {
-    "tune": ("runbooks", REPO / "scripts/qa/runbooks_tune.jsonl"),
-    "heldout": ("runbooks", REPO / "scripts/qa/runbooks_heldout.jsonl"),
-    "sampled": ("runbooks", REPO / "scripts/qa/runbooks_sampled.jsonl"),
-    "demo": ("demo", REPO / "scripts/qa/demo_corpus.jsonl"),
-}
 
 
 def holds_all(text: str, phrases: tuple[str, ...]) -> bool:

@@ -47,13 +47,7 @@ def weighted_fusion(
     lexical: Sequence[tuple[Key, float]], dense: Sequence[tuple[Key, float]], dense_weight: float = 0.5
 ) -> list[tuple[Key, float]]:
     """w·minmax(dense) + (1 − w)·minmax(lexical); lists are (key, raw score), best first."""
-    lexical_norm = min_max(lexical)
-    dense_norm = min_max(dense)
-    scores: dict[Key, float] = {}
-    for key in [*(key for key, _ in lexical), *(key for key, _ in dense)]:
-        if key not in scores:
-            scores[key] = dense_weight * dense_norm.get(key, 0.0) + (1.0 - dense_weight) * lexical_norm.get(key, 0.0)
-    return _sorted(scores)
+    return _weighted_sum(lexical, dense, min_max(lexical), min_max(dense), dense_weight)
 
 
 def z_scores(scored: Sequence[tuple[Key, float]]) -> dict[Key, float]:
@@ -70,15 +64,25 @@ def zscore_fusion(
     lexical: Sequence[tuple[Key, float]], dense: Sequence[tuple[Key, float]], dense_weight: float = 0.5
 ) -> list[tuple[Key, float]]:
     """w·z(dense) + (1 − w)·z(lexical); a key missing from a list gets that list's lowest z-score."""
-    lexical_z = z_scores(lexical)
-    dense_z = z_scores(dense)
-    lexical_floor = min(lexical_z.values(), default=0.0)
-    dense_floor = min(dense_z.values(), default=0.0)
+    lexical_z, dense_z = z_scores(lexical), z_scores(dense)
+    floors = min(lexical_z.values(), default=0.0), min(dense_z.values(), default=0.0)
+    return _weighted_sum(lexical, dense, lexical_z, dense_z, dense_weight, floors)
+
+
+def _weighted_sum(
+    lexical: Sequence[tuple[Key, float]],
+    dense: Sequence[tuple[Key, float]],
+    lexical_norm: dict[Key, float],
+    dense_norm: dict[Key, float],
+    dense_weight: float,
+    floors: tuple[float, float] = (0.0, 0.0),
+) -> list[tuple[Key, float]]:
+    """w·dense + (1 − w)·lexical over normalized scores; a key missing from a list scores that list's floor."""
     scores: dict[Key, float] = {}
     for key in [*(key for key, _ in lexical), *(key for key, _ in dense)]:
         if key not in scores:
-            scores[key] = dense_weight * dense_z.get(key, dense_floor) + (1.0 - dense_weight) * lexical_z.get(
-                key, lexical_floor
+            scores[key] = dense_weight * dense_norm.get(key, floors[1]) + (1.0 - dense_weight) * lexical_norm.get(
+                key, floors[0]
             )
     return _sorted(scores)
 
