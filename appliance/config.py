@@ -14,7 +14,7 @@ import tomllib
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
 
 from appliance.errors import ConfigError
 
@@ -45,6 +45,17 @@ class EmbedderSettings(Section):
     model: str = Field("all-MiniLM-L6-v2", description="Folder name of the embedder in the model store.")
     batch_size: int = Field(64, ge=1, le=4096, description="Texts per embedding batch.")
     device: str = Field("cpu", description="Torch device for the embedder: cpu, cuda, cuda:0, mps.")
+    backend: Literal["auto", "torch", "torch-bf16", "onnx", "onnx-int8"] = Field(
+        "auto",
+        description="Runtime of the embedder: torch (sentence-transformers, float32), torch-bf16 (bfloat16 matrix "
+        "products, CPUs with AMX or AVX512_BF16), onnx (ONNX Runtime, float32) or onnx-int8 (int8, cosine ~0.99 to "
+        "torch); auto = torch-bf16 where the CPU has it, else onnx where the model has its export, else torch. "
+        "The ONNX files are made from the same weights by `appliance models init` or a bundle.",
+    )
+    threads: int = Field(0, ge=0, le=512, description="CPU threads for embedding batches (ingest); 0 = one per core.")
+    query_threads: int = Field(
+        1, ge=0, le=512, description="CPU threads for one query's embedding (0 = as for batches)."
+    )
 
 
 class VectorSettings(Section):
@@ -67,6 +78,20 @@ class VectorSettings(Section):
 class IndexSettings(Section):
     lock_timeout_s: float = Field(
         30.0, ge=0.0, le=86400.0, description="How long a reindex waits for another writer before giving up."
+    )
+    sync_interval_s: float = Field(
+        1.0,
+        gt=0.0,
+        le=3600.0,
+        description="How often a running server applies what another process (appliance-reindex.service, an "
+        "admin's shell) committed to the catalog to its local vector store (every search also does first).",
+    )
+    serve_wait_s: float = Field(
+        10.0,
+        ge=0.0,
+        le=3600.0,
+        description="How long ingest/reindex waits for the running server that owns the local vector store to "
+        "apply its changes before returning (it applies them anyway; the report says whether it had).",
     )
 
 
@@ -95,6 +120,11 @@ class SearchSettings(Section):
         le=1.0,
         description="Document ranking: weight of a document's other matching chunks added to its best chunk.",
     )
+    correct_spelling: bool = Field(
+        True,
+        description="Search a misspelt word as the documents' word one edit away (postgress -> postgres) and "
+        "say so ('did you mean'); lower-case words of 5+ letters the documents never use, never names.",
+    )
 
 
 class RerankSettings(Section):
@@ -106,23 +136,45 @@ class RerankSettings(Section):
     batch_size: int = Field(32, ge=1, le=1024, description="Pairs per reranker batch.")
 
 
+# Calibrations belong to their model (models/calibration.py): the embedder whose cosines these were fitted on.
+CALIBRATION_EMBEDDER = "all-MiniLM-L6-v2"
+CALIBRATION_CORPUS = "runbook tune questions (scripts/qa/runbooks_tune.jsonl over ../shared/data/runbooks)"
 # Fitted by scripts/calibrate_evidence.py on scripts/qa/runbooks_tune.jsonl (logistic regression).
 DEFAULT_EVIDENCE_COEFFICIENTS = {
-    "intercept": -0.885,
-    "top_dense": 3.0154,
-    "coverage": 0.3017,
-    "any_unknown": 0.0,
-    "unknown_identifier": -1.3328,
-    "agreement": 0.6622,
+    "intercept": -2.0821,
+    "top_dense": 4.1516,
+    "coverage": 0.7039,
+    "unknown_name": -5.7159,
+    "unknown_words": -0.3051,
+    "agreement": 0.9018,
 }
+# The same fit without the dense similarity, the one signal on the embedder's own scale: what decides
+# when another embedder is configured (scripts/calibrate_evidence.py, "scale_free"). On the held-out
+# runbook questions, before generation, both refuse 56% of the unanswerable ones and no answerable one.
+SCALE_FREE_EVIDENCE_COEFFICIENTS = {
+    "intercept": 0.2427,
+    "coverage": 1.2181,
+    "unknown_name": -6.0206,
+    "unknown_words": -0.3996,
+    "agreement": 1.107,
+}
+# answer/support.py: all-MiniLM-L6-v2 cosine at which a reworded sentence counts as supported.
+SUPPORT_SEMANTIC_THRESHOLD = 0.85
 
 
 class EvidenceSettings(Section):
     refuse_unknown_terms: bool = Field(
-        True, description="Refuse when a word of the question occurs nowhere in the documents."
+        False,
+        description="The former hard rule, for comparison only: refuse outright when one name of the question "
+        "occurs nowhere in the documents (by default it is one weighted signal of the evidence model).",
     )
     threshold: float = Field(
-        0.6574, ge=0.0, le=1.0, description="Answer only when the evidence model's probability reaches this."
+        0.4,
+        ge=0.0,
+        le=1.0,
+        description="Answer only when the evidence model's probability reaches this. 0.4 = m/(1+m): refusing an "
+        "answerable question costs as much as an invented answer, and an unanswerable question let through near "
+        "the threshold is answered anyway m = 2/3 of the time (scripts/calibrate_evidence.py).",
     )
     coefficients: dict[str, float] = Field(
         default_factory=lambda: dict(DEFAULT_EVIDENCE_COEFFICIENTS),
@@ -132,6 +184,34 @@ class EvidenceSettings(Section):
         1.0, ge=0.0, le=100.0, description="Logit added per unit of cross-encoder score above rerank_center."
     )
     rerank_center: float = Field(0.0, ge=-100.0, le=100.0, description="Cross-encoder score that is neutral.")
+    calibrated_for: str = Field(
+        CALIBRATION_EMBEDDER,
+        description="Embedder whose cosines the coefficients and threshold were fitted on; with another embedder "
+        "configured they are not used: the scale-free model decides, and status, /readyz and the log say so.",
+    )
+    calibration_corpus: str = Field(CALIBRATION_CORPUS, description="What the coefficients were fitted on.")
+    scale_free_coefficients: dict[str, float] = Field(
+        default_factory=lambda: dict(SCALE_FREE_EVIDENCE_COEFFICIENTS),
+        description="Logistic model without the dense similarity (top_dense is ignored here): used when the "
+        "embedder is not the one the coefficients were fitted for.",
+    )
+    scale_free_threshold: float = Field(0.4, ge=0.0, le=1.0, description="Threshold of the scale-free model.")
+
+
+class SupportSettings(Section):
+    semantic_threshold: float = Field(
+        SUPPORT_SEMANTIC_THRESHOLD,
+        ge=0.0,
+        le=1.0,
+        description="Cosine with a cited source sentence at which a sentence with too few of its words in the "
+        "source counts as supported (a near restatement).",
+    )
+    calibrated_for: str = Field(
+        CALIBRATION_EMBEDDER,
+        description="Embedder whose cosines semantic_threshold was chosen on; with another embedder configured "
+        "only the lexical rules judge support (a rewording is then unsupported), and status, /readyz and the log "
+        "say so.",
+    )
 
 
 class GeneratorSettings(Section):
@@ -159,6 +239,41 @@ class GeneratorSettings(Section):
         description="llama_cpp: keep the KV cache of the prompt part before the question (system prompt) between "
         "answers, so only the rest is prefilled; answers stay the same whatever ran before.",
     )
+    draft: Literal["none", "prompt_lookup"] = Field(
+        "none",
+        description="llama_cpp, greedy (temperature 0): draft-and-verify decoding. prompt_lookup drafts the tokens "
+        "that follow the answer's last words where they occur in the sources and keeps those the model agrees "
+        "with: the same text as plain decoding with the same settings, several tokens per model call. Needs "
+        "generator.flash_attn = true and generator.kv_cache_type = q8_0, which prefill more slowly on 2 cores "
+        "(first token 1.3x later, decoding 1.1x faster: not the default; docs/architecture.md).",
+    )
+    draft_max_tokens: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Most tokens drafted per model call (generator.draft). 1: calls of 2 tokens, which llama.cpp's "
+        "repacked kernels compute as they do one token; longer drafts are faster but their text may differ.",
+    )
+    flash_attn: bool = Field(
+        False,
+        description="llama_cpp: flash attention. On the CPU its logits do not depend on how many tokens a call "
+        "evaluates, which is what lets generator.draft keep plain greedy decoding's tokens exactly.",
+    )
+    kv_cache_type: Literal["f16", "q8_0"] = Field(
+        "f16",
+        description="llama_cpp: KV cache type. q8_0 keeps flash attention on one code path for one token and for "
+        "several, so generator.draft gives plain greedy decoding's tokens exactly; f16 is llama.cpp's default.",
+    )
+    repack: bool = Field(
+        True,
+        description="llama_cpp: let llama.cpp repack weights for its multi-token kernels (llama.cpp's default; "
+        "single-token decoding 1.5x faster here). Their calls of 4+ tokens sum in another order than single tokens.",
+    )
+    cpu_variant: str = Field(
+        "auto",
+        description="llama_cpp built with every CPU variant (GGML_CPU_ALL_VARIANTS): auto = the best this CPU "
+        "runs, AMX excluded; or a variant name (haswell, icelake, zen4, sapphirerapids…). Ignored by other builds.",
+    )
     url: str = Field("", description="openai backend: base URL of the server, e.g. http://127.0.0.1:8081/v1.")
     api_key: str = Field("", description="openai backend: bearer token, if the server wants one (never logged).")
     timeout_s: float = Field(120.0, gt=0.0, le=3600.0, description="openai backend: timeout of one request.")
@@ -169,6 +284,17 @@ class GeneratorSettings(Section):
     queue_timeout_s: float = Field(
         300.0, gt=0.0, le=3600.0, description="How long a request waits in the queue before it is refused as busy."
     )
+
+    @model_validator(mode="after")
+    def _drafting_is_exact(self) -> GeneratorSettings:
+        # Only with flash attention and a q8_0 cache does a call of several tokens give the logits of
+        # single-token calls: otherwise drafting would silently change the answers' text.
+        if self.draft != "none" and not (self.flash_attn and self.kv_cache_type == "q8_0"):
+            raise ValueError(
+                f"generator.draft = {self.draft} needs generator.flash_attn = true and "
+                "generator.kv_cache_type = q8_0 (otherwise the drafted text can differ from plain decoding)"
+            )
+        return self
 
 
 class AnswerSettings(Section):
@@ -230,6 +356,7 @@ class Settings(Section):
     search: SearchSettings = Field(default_factory=SearchSettings)  # type: ignore[arg-type]
     rerank: RerankSettings = Field(default_factory=RerankSettings)  # type: ignore[arg-type]
     evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)  # type: ignore[arg-type]
+    support: SupportSettings = Field(default_factory=SupportSettings)  # type: ignore[arg-type]
     generator: GeneratorSettings = Field(default_factory=GeneratorSettings)  # type: ignore[arg-type]
     answer: AnswerSettings = Field(default_factory=AnswerSettings)  # type: ignore[arg-type]
     followup: FollowupSettings = Field(default_factory=FollowupSettings)  # type: ignore[arg-type]
@@ -370,7 +497,7 @@ def settings_table(loaded: LoadedSettings) -> list[dict[str, Any]]:
                     {
                         "key": key,
                         "value": _jsonable(getattr(section, sub)),
-                        "default": _jsonable(subfield.default),
+                        "default": _jsonable(subfield.get_default(call_default_factory=True)),
                         "source": loaded.sources.get(key, "default"),
                         "description": subfield.description or "",
                     }
@@ -380,7 +507,7 @@ def settings_table(loaded: LoadedSettings) -> list[dict[str, Any]]:
                 {
                     "key": name,
                     "value": _jsonable(getattr(settings, name)),
-                    "default": _jsonable(field.default),
+                    "default": _jsonable(field.get_default(call_default_factory=True)),
                     "source": loaded.sources.get(name, "default"),
                     "description": field.description or "",
                 }

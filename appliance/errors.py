@@ -24,8 +24,18 @@ class DocumentError(ApplianceError):
         self.reason = reason
 
 
-class UnsupportedDocument(DocumentError):
-    """The file's type is not one the appliance indexes; it is skipped, not failed."""
+class SkippedDocument(DocumentError):
+    """A file that is not indexed, and that is no fault of the file: skipped with its reason, not failed."""
+
+
+class UnsupportedDocument(SkippedDocument):
+    """The file's type is not one the appliance indexes."""
+
+
+class NothingToIndex(SkippedDocument):
+    """A readable file of a supported type that holds no text: only front matter (a Hugo `_index.md`, an
+    archetype), only whitespace, only comments. An empty (0-byte) file is a failure instead: it is what a
+    copy that broke off leaves behind."""
 
 
 class ModelNotFound(ApplianceError):

@@ -128,6 +128,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {
         "questions": len(rows),
         "keyphrase_hit_rate": share(answerable, "hit"),
+        # The answer with the sources' own lines quoted under it (answer/quotes.py): what the operator reads.
+        "keyphrase_hit_rate_with_quotes": share(answerable, "hit_with_quotes"),
+        "words_with_quotes_median": median_of([r for r in answered if "words_with_quotes" in r], "words_with_quotes"),
         "gold_file_in_context": share(answerable, "gold_in_context"),
         "keyphrases_in_context": share(answerable, "phrases_in_context"),
         "answerable_refused": share(answerable, "refused"),
@@ -175,6 +178,7 @@ def run_set(
             elif event.kind == "done" and event.result is not None:
                 result = event.result
         context_files = {e.path for e in result.evidence if e.n is not None}
+        shown = " ".join([result.answer, *(q.text for q in result.quotes)])
         context_text = "\n".join(e.text for e in result.evidence if e.n is not None)
         ours.append(
             {
@@ -182,6 +186,10 @@ def run_set(
                 "answerable": item.answerable,
                 "refused": result.refused,
                 "hit": item.answerable and not result.refused and holds_all(result.answer, item.answer_keyphrases),
+                "hit_with_quotes": item.answerable and not result.refused and holds_all(shown, item.answer_keyphrases),
+                "words_with_quotes": len(shown.split()),
+                "quotes": [{"n": q.n, "why": q.why, "text": q.text} for q in result.quotes],
+                "corrected_citations": len(result.corrected_citations),
                 "gold_in_context": bool(context_files & set(item.gold_files)),
                 # Separates a retrieval miss from a generation miss: could the answer have held them?
                 "phrases_in_context": item.answerable and holds_all(context_text, item.answer_keyphrases),

@@ -7,9 +7,10 @@ narrative lead-in) is searched, and the decision compared with the one on the or
 Retrieval only, no generation: a few minutes on 2 cores once the indexes exist.
 
 Reported per kind, for answerable and unanswerable questions separately: variants, flips, flip rate
-(goal 0 for answerable questions), the cause of each new refusal (the unknown-word veto or the
-evidence model's threshold), and the invented-name controls (a made-up alert or product swapped
-in), which must all stay refused.
+(goal 0 for answerable questions), the cause of each new refusal (the evidence model's threshold, with
+the kind of unknown term that weighed most; or the former unknown-word veto, with
+APPLIANCE_EVIDENCE_REFUSE_UNKNOWN_TERMS=true), and the invented-name controls (a made-up alert or
+product swapped in), which must all stay refused.
 
 Usage: python scripts/bench_perturbations.py [--sets tune,heldout,sampled,demo] [--json OUT]
 Settings: defaults and APPLIANCE_<SECTION>_<FIELD> variables, as for the CLI.
@@ -39,9 +40,6 @@ from appliance.evaluate.runner import load_qa
 from appliance.ingest.pipeline import ingest
 from appliance.retrieve.search import Searcher, SearchResult
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from prototype_vocabulary import Vocabulary, prototype_decision
-
 REPO = Path(__file__).resolve().parent.parent
 RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
 SETS = {
@@ -53,11 +51,16 @@ SETS = {
 
 
 def cause(reason: str) -> str:
-    """Which part of the decision refused: the unknown-word rule refuses with confidence 0 and no threshold."""
+    """Which part of the decision refused: the former hard rule (evidence.refuse_unknown_terms) refuses with no
+    threshold; the evidence model names the unknown term that weighed most, if any."""
+    if "never mention" in reason and "<" not in reason:
+        return "unknown-word veto"
+    if "never mention" in reason:
+        return "evidence model below threshold, an unknown name"
+    if "do not use" in reason:
+        return "evidence model below threshold, unknown plain words"
     if "confidence" in reason:
         return "evidence model below threshold"
-    if "never mention" in reason:
-        return "unknown-word veto"
     return reason
 
 
@@ -80,21 +83,17 @@ def new_refusal_causes(rows: list[FlipRow]) -> dict[str, dict[str, int]]:
 
 
 class Decisions:
-    """The evidence decision on a text, today's or the prototype's; one search per text, shared."""
+    """The evidence decision on a text; one search per text."""
 
-    def __init__(self, searcher: Searcher, *, prototype: bool, results: dict[str, SearchResult] | None = None) -> None:
+    def __init__(self, searcher: Searcher) -> None:
         self.searcher = searcher
-        self.prototype = prototype
-        self.results: dict[str, SearchResult] = {} if results is None else results
-        self.vocabulary = Vocabulary(searcher.index.catalog.conn) if prototype else None
+        self.results: dict[str, SearchResult] = {}
 
     def __call__(self, text: str) -> tuple[bool, str]:
         if text not in self.results:
             self.results[text] = self.searcher.search(text, k=10)
         evidence = self.results[text].evidence
-        if self.vocabulary is None or evidence.signals is None:
-            return not evidence.sufficient, evidence.reason
-        return prototype_decision(evidence.signals, self.searcher.settings, self.vocabulary)
+        return not evidence.sufficient, evidence.reason
 
 
 def originals_table(rows: list[FlipRow]) -> dict[str, dict[str, Any]]:
@@ -118,11 +117,6 @@ def main() -> int:
     parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-answers")
     parser.add_argument("--models-dir", type=Path, default=REPO / "models")
     parser.add_argument("--sets", default="tune,heldout,sampled,demo")
-    parser.add_argument(
-        "--prototype",
-        action="store_true",
-        help="Also measure scripts/prototype_vocabulary.py's veto on the same searches.",
-    )
     parser.add_argument("--limit", type=int, default=0, help="Questions per set (0 = all), for a quick look.")
     parser.add_argument("--json", type=Path, default=None)
     args = parser.parse_args()
@@ -132,25 +126,19 @@ def main() -> int:
         parser.error(f"unknown set(s) {', '.join(unknown)}; choose from {', '.join(SETS)}")
     rows: list[FlipRow] = []
     controls: dict[str, Any] = {}
-    proto_rows: list[FlipRow] = []
-    proto_controls: dict[str, Any] = {}
     searchers: dict[str, Searcher] = {}
     for name in names:
         corpus, path = SETS[name]
         if corpus not in searchers:
             searchers[corpus] = searcher_for(corpus, args.home, args.models_dir)
         searcher = searchers[corpus]
-        decide = Decisions(searcher, prototype=False)
+        decide = Decisions(searcher)
 
         items = load_qa(path)[: args.limit] if args.limit else load_qa(path)
         questions = [Question(name, item.id, item.question, item.answerable) for item in items]
         set_rows = decision_flips(decide, questions)
         rows += set_rows
         controls[name] = control_refusals(decide, questions)
-        if args.prototype:
-            proto = Decisions(searcher, prototype=True, results=decide.results)
-            proto_rows += decision_flips(proto, questions)
-            proto_controls[name] = control_refusals(proto, questions)
         summary = summarize_flips(set_rows)
         print(
             f"{name}: answerable flips {summary['answerable']['flips']}/{summary['answerable']['variants']}, "
@@ -169,17 +157,6 @@ def main() -> int:
             name: {k: v for k, v in c.items() if k != "answered_controls"} for name, c in controls.items()
         },
     }
-    if args.prototype:
-        report["prototype_vocabulary"] = {
-            "note": "scripts/prototype_vocabulary.py: the unknown-word veto after explaining measurement tokens, "
-            "one-edit misspellings and compounds of known pieces; NOT the product's rule",
-            "all_sets": summarize_flips(proto_rows),
-            "new_refusal_causes": new_refusal_causes(proto_rows),
-            "originals": originals_table(proto_rows),
-            "invented_name_controls": {
-                name: {k: v for k, v in c.items() if k != "answered_controls"} for name, c in proto_controls.items()
-            },
-        }
     report["originals"] = originals_table(rows)
     print(json.dumps(report, indent=2))
     if args.json:
@@ -187,8 +164,6 @@ def main() -> int:
             **report,
             "flipped": flip_rows_json(rows),
             "answered_controls": {name: c["answered_controls"] for name, c in controls.items()},
-            "prototype_flipped": flip_rows_json(proto_rows),
-            "prototype_answered_controls": {name: c["answered_controls"] for name, c in proto_controls.items()},
         }
         args.json.write_text(json.dumps(full, indent=1) + "\n")
     return 0

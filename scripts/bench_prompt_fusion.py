@@ -79,7 +79,7 @@ def main() -> int:
                         following=searcher.index.catalog.following_chunks,
                         window_chunks=settings.answer.window_chunks,
                     )
-                    gold += any(s.chunk.document_path in item.gold_files for s in prompt.sources)
+                    gold += any(s.chunk.path in item.gold_files for s in prompt.sources)
                     phrases += holds_all("\n".join(s.text for s in prompt.sources), item.answer_keyphrases)
                 report.setdefault(name, {})[fusion] = {
                     "questions": len(items),

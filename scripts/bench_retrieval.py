@@ -115,13 +115,13 @@ def main() -> int:
         for stage in ("lexical", "dense"):
             latency.setdefault(stage, []).append(found.timings_ms[stage])
         exact_top10 = {chunk_ids[i] for i in order[:10]}
-        hnsw_top10 = {row.id for row, _ in found.dense[:10]}
+        hnsw_top10 = {row.chunk_id for row, _ in found.dense[:10]}
         hnsw_recall.append(len(exact_top10 & hnsw_top10) / max(1, len(exact_top10)))
         for name, scored in (("fts5", found.lexical), ("dense-hnsw", found.dense)):
-            runs[name][qid] = as_docs([(d, s) for d, s, _ in aggregate_documents(scored, lambda r: r.document_path)])
+            runs[name][qid] = as_docs([(d, s) for d, s, _ in aggregate_documents(scored, lambda r: r.path)])
         for name, fusion_settings in fusion_modes.items():
             fused = Searcher(fusion_settings, index=searcher.index, embedder=searcher.embedder).fuse(found, "hybrid")
-            runs[name][qid] = as_docs([(d, s) for d, s, _ in aggregate_documents(fused, lambda r: r.document_path)])
+            runs[name][qid] = as_docs([(d, s) for d, s, _ in aggregate_documents(fused, lambda r: r.path)])
 
         t = time.perf_counter()
         ranking, timings = searcher.search_documents(text, k=100, query_vector=vector)

@@ -67,11 +67,12 @@ from appliance.config import SearchSettings, Settings, VectorSettings
 from appliance.errors import ApplianceError
 from appliance.evaluate.metrics import percentile
 from appliance.index.catalog import Catalog
+from appliance.index.records import Chunk
 from appliance.index.vectors import VectorIndex
-from appliance.ingest.chunker import SECTION_SEPARATOR, Chunk, chunk_document
-from appliance.ingest.identifiers import extract_identifiers
+from appliance.ingest.chunker import SECTION_SEPARATOR, chunk_document
 from appliance.ingest.loaders import load_document
 from appliance.ingest.scan import scan_source
+from appliance.text.identifiers import extract_identifiers
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
@@ -276,7 +277,9 @@ class Grower:
                 digest = hashlib.sha256(f"{path}\0{header}\0{text}".encode()).hexdigest()
                 chunks.append(
                     Chunk(
-                        id=chunk_id(digest, row),
+                        chunk_id=chunk_id(digest, row),
+                        path=path,
+                        title=seed["titles"][first],
                         ord=j,
                         header=header,
                         text=text,
@@ -411,7 +414,9 @@ def build_step(job: dict[str, Any]) -> dict[str, Any]:
         seconds["files"] += time.perf_counter() - t
         t = time.perf_counter()
         vectors.upsert(
-            [c.id for d in docs for c in d["chunks"]], batch_vectors, [d["path"] for d in docs for _ in d["chunks"]]
+            [c.chunk_id for d in docs for c in d["chunks"]],
+            batch_vectors,
+            [d["path"] for d in docs for _ in d["chunks"]],
         )
         seconds["vectors"] += time.perf_counter() - t
         t = time.perf_counter()
@@ -636,7 +641,7 @@ def change_step(job: dict[str, Any]) -> dict[str, Any]:
     old_ids = [chunk for doc in docs for chunk in catalog.chunk_ids_of(doc["path"])]
     t = time.perf_counter()
     vectors.upsert(
-        [c.id for d in docs for c in d["chunks"]], new_vectors, [d["path"] for d in docs for _ in d["chunks"]]
+        [c.chunk_id for d in docs for c in d["chunks"]], new_vectors, [d["path"] for d in docs for _ in d["chunks"]]
     )
     upsert_s = time.perf_counter() - t
     t = time.perf_counter()

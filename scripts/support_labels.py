@@ -4,7 +4,8 @@ The labels (scripts/qa/support_labels.jsonl) say, for answer sentences of stored
 (scripts/results/*.json rows with the model's `generated` text), whether the sentence is right or
 wrong against the sources the model was given, with the labeller's reason. The sources are rebuilt
 here exactly as the answerer built them (search → prompt with the generator's tokenizer), and the
-answer is re-checked with today's code (citations, attribution, support):
+answer is re-checked with today's code, the answerer's own decision (verdict.judge_answer: citations,
+attribution and correction, support, rewordings):
 
   precision = of the sentences the check flags unsupported, the share that are wrong
   recall    = of the wrong sentences, the share the check flags
@@ -15,7 +16,7 @@ sha256 of its answer's sources; `measure` refuses a label whose sources have cha
 
 Usage:
   python scripts/support_labels.py worksheet --set NAME [--results FILE:KEY] [--out /tmp/ws.md]
-  python scripts/support_labels.py measure [--labels scripts/qa/support_labels.jsonl] [--json OUT] [--prototype]
+  python scripts/support_labels.py measure [--labels scripts/qa/support_labels.jsonl] [--json OUT] [--strict]
 """
 
 from __future__ import annotations
@@ -26,16 +27,13 @@ import json
 import os
 import sys
 from collections import Counter
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import appliance  # noqa: F401  (offline environment first)
-from appliance.answer.answerer import checked_text
-from appliance.answer.attribution import attribute_citations
-from appliance.answer.citations import CitedSentence, parse_citations
 from appliance.answer.prompt import Prompt, build_prompt
-from appliance.answer.support import SentenceSupport, check_support
+from appliance.answer.support import REWORD_FLOOR, SentenceSupport
+from appliance.answer.verdict import judge_answer
 from appliance.config import Settings, load_settings
 from appliance.ingest.pipeline import ingest
 from appliance.models.generation import Generator, load_generator
@@ -75,34 +73,19 @@ class Checker:
             window_chunks=self.settings.answer.window_chunks,
         )
 
-    def verdicts(
-        self, question: str, generated: str, *, prototype: bool = False
-    ) -> tuple[Prompt, list[SentenceSupport]]:
+    def verdicts(self, question: str, generated: str, *, strict: bool = False) -> tuple[Prompt, list[SentenceSupport]]:
+        """The product's own decision after generation (verdict.judge_answer) on the stored text; with
+        `strict`, without rewordings (support.REWORD_FLOOR off), to see what that tier alone changes."""
         prompt = self.prompt(question)
-        report = parse_citations(generated.strip(), len(prompt.sources))
-        texts = {source.n: checked_text(source) for source in prompt.sources}
-        _, sentences, _ = attribute_citations(report.text, report.sentences, texts)
-        if prototype:
-            sentences = self._attribute_by_meaning(sentences, texts)
-        support = check_support(sentences, texts, embed=self.searcher.embedder.embed, question=question)
-        return prompt, support.details
-
-    def _attribute_by_meaning(self, sentences: list[CitedSentence], texts: dict[int, str]) -> list[CitedSentence]:
-        """PROTOTYPE (phase B idea, not the product): a sentence still uncited after attribution is judged
-        against each given source in turn with the full check, similarity included, and cites the first that
-        supports it (today's attribution uses the lexical rules only). Judging the rest against all the given
-        sources together instead of flagging them measured worse (held-out: precision 0.50, recall 0.88 → 0.80)."""
-        out = []
-        for sentence in sentences:
-            if not sentence.cited and sentence.kind != "heading":
-                for number, text in texts.items():
-                    trial = replace(sentence, cited=frozenset({number}))
-                    judged = check_support([trial], {number: text}, embed=self.searcher.embedder.embed).details
-                    if judged and judged[0].checked and judged[0].supported:
-                        sentence = trial
-                        break
-            out.append(sentence)
-        return out
+        verdict = judge_answer(
+            question,
+            generated,
+            prompt.sources,
+            embed=self.searcher.embedder.embed,
+            semantic_threshold=self.settings.support.semantic_threshold,
+            reword_floor=None if strict else REWORD_FLOOR,
+        )
+        return prompt, verdict.support.details
 
     def close(self) -> None:
         self.searcher.close()
@@ -163,6 +146,8 @@ def worksheet(args: argparse.Namespace) -> int:
 
 def reason_kind(reason: str) -> str:
     """The check's reason without its figures: 'only 43% of its words...' → 'too few of its words in the sources'."""
+    if reason.startswith("reworded"):
+        return "reworded"
     if reason.startswith("cites nothing"):
         return "cites nothing"
     if "% of its words" in reason:
@@ -191,7 +176,7 @@ def measure(args: argparse.Namespace) -> int:
             row = stored_rows(path, key)[qid]
             if corpus not in checkers:
                 checkers[corpus] = checker_for(corpus, args.home, args.models_dir)
-            prompt, details = checkers[corpus].verdicts(row["question"], row["generated"], prototype=args.prototype)
+            prompt, details = checkers[corpus].verdicts(row["question"], row["generated"], strict=args.strict)
             if sources_sha(prompt) != answer_labels[0]["sources_sha256"]:
                 stale.append(f"{set_name}/{qid}")
                 continue
@@ -214,7 +199,7 @@ def measure(args: argparse.Namespace) -> int:
     finally:
         for checker in checkers.values():
             checker.close()
-    report = {"per_set": {}, "stale_answers": stale, "unmatched_labels": unmatched}
+    report: dict[str, Any] = {"per_set": {}, "stale_answers": stale, "unmatched_labels": unmatched}
     for set_name in [*sorted({o["set"] for o in outcome}), "all"]:
         mine = [o for o in outcome if set_name in ("all", o["set"])]
         flagged = [o for o in mine if o["flagged"]]
@@ -249,7 +234,7 @@ def main() -> int:
     parser.add_argument("--out", default="/tmp/support_worksheet.md")
     parser.add_argument("--json", type=Path, default=None)
     parser.add_argument(
-        "--prototype", action="store_true", help="measure: with the prototype attribution by meaning (not the product)"
+        "--strict", action="store_true", help="measure: the product's check without rewordings (support.REWORD_FLOOR)"
     )
     args = parser.parse_args()
     return worksheet(args) if args.command == "worksheet" else measure(args)

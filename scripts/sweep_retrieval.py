@@ -24,7 +24,7 @@ from appliance.config import Settings
 from appliance.evaluate.beir import load_qrels, load_queries
 from appliance.evaluate.beir_index import build_beir_index
 from appliance.evaluate.metrics import evaluate_run
-from appliance.index.catalog import ChunkRow
+from appliance.index.records import ChunkRow
 from appliance.retrieve.aggregate import aggregate_documents
 from appliance.retrieve.fusion import reciprocal_rank_fusion, weighted_fusion
 from appliance.retrieve.search import Searcher
@@ -36,18 +36,16 @@ Scored = list[tuple[ChunkRow, float]]
 def documents(scored: Scored, other_weight: float) -> dict[str, float]:
     return {
         doc: score
-        for doc, score, _ in aggregate_documents(scored, lambda r: r.document_path, other_chunks_weight=other_weight)[
-            :100
-        ]
+        for doc, score, _ in aggregate_documents(scored, lambda r: r.path, other_chunks_weight=other_weight)[:100]
     }
 
 
 def fuse_chunks(lexical: Scored, dense: Scored, how: str, value: float) -> Scored:
-    rows = {row.id: row for row, _ in [*lexical, *dense]}
+    rows = {row.chunk_id: row for row, _ in [*lexical, *dense]}
     if how == "rrf":
-        fused = reciprocal_rank_fusion([[r.id for r, _ in lexical], [r.id for r, _ in dense]], k=value)
+        fused = reciprocal_rank_fusion([[r.chunk_id for r, _ in lexical], [r.chunk_id for r, _ in dense]], k=value)
     else:
-        fused = weighted_fusion([(r.id, s) for r, s in lexical], [(r.id, s) for r, s in dense], value)
+        fused = weighted_fusion([(r.chunk_id, s) for r, s in lexical], [(r.chunk_id, s) for r, s in dense], value)
     return [(rows[i], s) for i, s in fused]
 
 
@@ -124,12 +122,12 @@ def main() -> int:
 
     # z-score normalisation instead of min-max.
     def zfuse(lex: Scored, den: Scored, w: float) -> Scored:
-        rows_by_id = {r.id: r for r, _ in [*lex, *den]}
+        rows_by_id = {r.chunk_id: r for r, _ in [*lex, *den]}
 
         def z(scored: Scored) -> dict[str, float]:
             values = np.array([s for _, s in scored]) if scored else np.zeros(1)
             mean, std = float(values.mean()), float(values.std()) or 1.0
-            return {r.id: (s - mean) / std for r, s in scored}
+            return {r.chunk_id: (s - mean) / std for r, s in scored}
 
         zl, zd = z(lex), z(den)
         low_l = min(zl.values(), default=0.0)
@@ -148,7 +146,7 @@ def main() -> int:
         prf_dense: dict[str, Scored] = {}
         for qid, vector in zip(qids, vectors, strict=True):
             first = fuse_chunks(lexical[1.0][qid], dense[qid], "weighted", 0.5)[:m]
-            feedback = np.stack([v for _, v in catalog.embeddings([r.id for r, _ in first])]) if first else None
+            feedback = np.stack([v for _, v in catalog.embeddings([r.chunk_id for r, _ in first])]) if first else None
             new = vector + beta * feedback.mean(axis=0) if feedback is not None else vector
             new = new / np.linalg.norm(new)
             prf_dense[qid] = searcher.candidates(queries[qid], "dense", args.candidates, query_vector=new).dense

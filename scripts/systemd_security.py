@@ -72,7 +72,7 @@ def main() -> int:
             clean = verify.returncode == 0 and not (verify.stdout + verify.stderr).strip()
             failed |= not clean
             lines.append(f"{title}")
-            lines.append(f"  systemd-analyze verify --man=no <4 units>: {'clean' if clean else 'PROBLEMS'}")
+            lines.append(f"  systemd-analyze verify --man=no <{len(files)} units>: {'clean' if clean else 'PROBLEMS'}")
             lines.extend("    " + line for line in (verify.stdout + verify.stderr).strip().splitlines())
             for name in units:
                 exposure, level, report = security_exposure(unit_dir / name, analyze)

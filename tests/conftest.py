@@ -65,14 +65,17 @@ def cpu_small_bundle(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, di
 def installed_appliance(
     cpu_small_bundle: tuple[Path, dict[str, Any]], tmp_path_factory: pytest.TempPathFactory
 ) -> dict[str, Any]:
-    """The cpu-small bundle installed (≈ 1.5 min) with the network cut off and every network system
-    call recorded: {"prefix", "home", "report" (install --json), "strace_log"}."""
-    from tests.offline_target import APPLIANCE, network_cut, run, traced
+    """The cpu-small bundle installed (≈ 1 min) with the network cut off and every network system
+    call recorded: {"prefix", "home", "report" (install --json), "strace_log"}. The admin's PYTHONPATH
+    names a folder that holds another `appliance` distribution: the install must not take it for installed."""
+    from tests.offline_target import APPLIANCE, clean_env, foreign_site, network_cut, run, traced
 
     archive, summary = cpu_small_bundle
     base = tmp_path_factory.mktemp("target")
     prefix, home, log = base / "opt" / "appliance", base / "var" / "appliance", base / "install.strace"
     command = [APPLIANCE, "install", str(archive), "--prefix", str(prefix), "--home", str(home), "--no-systemd"]
     command += ["--manifest-sha256", str(summary["manifest_sha256"]), "--json"]
-    result = run([*traced(log), *network_cut(), *command])
+    foreign = foreign_site(base / "admin-site")
+    pythonpath = os.pathsep.join(p for p in (str(foreign), os.environ.get("PYTHONPATH", "")) if p)
+    result = run([*traced(log), *network_cut(), *command], env=clean_env(PYTHONPATH=pythonpath))
     return {"prefix": prefix, "home": home, "report": json.loads(result.stdout), "strace_log": log}

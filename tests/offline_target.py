@@ -11,11 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from scripts.reliability.netguard import guard_prefix
+
 ROOT = Path(__file__).resolve().parents[1]
 APPLIANCE = str(Path(sys.executable).parent / "appliance")
 WHEELHOUSE = Path(os.environ.get("APPLIANCE_WHEELHOUSE", Path.home() / ".cache" / "appliance" / "wheelhouse"))
-# What strace records: every way a process could reach another host, or look one up.
-NETWORK_SYSCALLS = "trace=connect,sendto,sendmsg,sendmmsg,bind"
 
 
 def network_cut() -> list[str]:
@@ -27,7 +27,9 @@ def network_cut() -> list[str]:
 
 def traced(log: Path) -> list[str]:
     """Prefix that records every network system call of the command and its children into log."""
-    return ["strace", "-f", "-qq", "-e", NETWORK_SYSCALLS, "-o", str(log)]
+    # The zero-network guard's own prefix: with --seccomp-bpf only the network calls stop the tracee, so
+    # the install's pip (tens of thousands of file calls) runs at nearly full speed.
+    return guard_prefix(log)
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -49,3 +51,17 @@ def require_wheelhouse() -> Path:
     if not any(WHEELHOUSE.glob("torch-*.whl")):
         pytest.fail(f"no wheelhouse at {WHEELHOUSE}: run `make wheelhouse` (make test does)")
     return WHEELHOUSE
+
+
+def foreign_site(folder: Path, package: bool = False) -> Path:
+    """A folder an admin's PYTHONPATH might name: an `appliance` distribution's metadata (pip takes a
+    package found on sys.path for installed) and, with `package`, an `appliance` package that fails loudly
+    when it is imported instead of the installed one."""
+    info = folder / "appliance-0.1.0.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: appliance\nVersion: 0.1.0\n")
+    (info / "RECORD").write_text("")
+    if package:
+        (folder / "appliance").mkdir(exist_ok=True)
+        (folder / "appliance" / "__init__.py").write_text('raise SystemExit("a foreign appliance package ran")\n')
+    return folder

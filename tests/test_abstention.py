@@ -88,7 +88,7 @@ PS3 = "[2] SOP-PMP-003 Pump Station PS-3 (Oakridge)\nPS-3 runs on tank level fro
 def test_an_answer_citing_only_a_sibling_of_what_was_asked_is_refused() -> None:
     question = "what are the start and stop setpoints for the PS-3 Oakridge pumps?"
     reason = other_subject_reason(question, cited={1: PS2}, given={1: PS2, 2: PS3})
-    assert reason == "the question names PS-3, which the sources the answer cites do not mention"
+    assert reason == "the question names PS-3, which the sources the answer cites do not mention: they are about PS-2"
 
 
 @pytest.mark.parametrize(

@@ -92,6 +92,21 @@ def test_the_prompt_numbers_the_sources_and_asks_for_citations(indexed: Settings
     assert user.content.rstrip().endswith("Answer with citations:")
 
 
+def test_a_misspelt_question_is_searched_and_answered_as_corrected_and_says_did_you_mean(indexed: Settings) -> None:
+    generator = ScriptedGenerator("Replace the gasket RW-GSK-0410 [1].")
+    answerer = Answerer(indexed, generator=generator)  # type: ignore[arg-type]
+    result = answerer.ask("Which gaskett do I use at every conection?")
+    assert result.question == "Which gaskett do I use at every conection?"  # the operator's own words
+    assert result.searched == "Which gasket do I use at every connection?"
+    assert result.did_you_mean == {
+        "question": result.searched,
+        "corrections": [{"typed": "gaskett", "suggested": "gasket"}, {"typed": "conection", "suggested": "connection"}],
+    }
+    assert not result.refused, result.refusal_reason
+    assert "Question: Which gasket do I use at every connection?" in generator.calls[0][1].content  # the prompt too
+    assert result.as_json()["did_you_mean"] == result.did_you_mean
+
+
 def test_citations_to_sources_not_given_are_removed_and_invented_facts_flagged(indexed: Settings) -> None:
     generator = ScriptedGenerator("Close VLV-3042-B [1]. Then open valve VLV-9999-Z to vent [7].")
     result = Answerer(indexed, generator=generator).ask("What do I close before the cylinder change?")  # type: ignore[arg-type]
@@ -153,6 +168,7 @@ def test_ask_json_contract(indexed: Settings, cli_env: dict[str, str], monkeypat
         data["evidence"][0]
     )
     assert data["searched"] == data["question"] and data["rewrite"] == "none"  # a first question as asked
+    assert data["did_you_mean"] is None  # nothing misspelt
 
 
 def test_ask_refusal_json_has_no_model_and_lists_the_closest_passages(
@@ -235,7 +251,9 @@ def test_an_answer_about_a_sibling_of_what_was_asked_is_refused(settings: Settin
     question = "What are the start and stop setpoints for the PS-3 Oakridge pumps?"
     result = Answerer(settings, generator=SiblingCitingGenerator()).ask(question)  # type: ignore[arg-type]
     assert result.refused and result.answer == REFUSAL
-    assert result.refusal_reason == "the question names PS-3, which the sources the answer cites do not mention"
+    assert result.refusal_reason == (
+        "the question names PS-3, which the sources the answer cites do not mention: they are about PS-2"
+    )
     # The same answer stands for the station it is about.
     answered = Answerer(settings, generator=SiblingCitingGenerator()).ask(  # type: ignore[arg-type]
         "What are the start and stop setpoints for the PS-2 Hillcrest pumps?"
@@ -272,3 +290,58 @@ def test_an_answer_cut_at_the_token_limit_is_flagged_and_the_cli_says_its_last_s
     printed = CliRunner().invoke(cli, ["ask", question])
     assert printed.exit_code == 0, printed.output
     assert "cut at the length limit (generator.max_tokens): its last steps may be missing" in printed.output
+
+
+LEAK_DETECTOR = """# Chlorine leak detector
+
+## Test
+
+Test the chlorine leak detector AIT-460 weekly with the test kit; the alarm sounds at 1 ppm.
+"""
+
+
+class WrongSourceGenerator(ScriptedGenerator):
+    """Cites the gasket to the source that does not name it, as the README's demo answer did."""
+
+    def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
+        blocks = re.split(r"\n(?=\[\d+\] )", messages[-1].content)
+        other = next(b for b in blocks if re.match(r"\[\d+\] ", b) and "RW-GSK-0410" not in b)
+        n = re.match(r"\[(\d+)\]", other).group(1)  # type: ignore[union-attr]
+        self.answer = (
+            f"Use the lead gasket RW-GSK-0410 at every connection [{n}]. Close the cylinder valve first [{n}]."
+        )
+        return super().stream(messages, max_tokens=max_tokens)
+
+
+def test_a_sentence_cited_to_the_wrong_source_is_corrected_and_the_key_fact_left_out_is_quoted(
+    indexed: Settings, cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (Path(indexed.home) / "more").mkdir()
+    (Path(indexed.home) / "more" / "SOP-CL-007.md").write_text(LEAK_DETECTOR)
+    ingest(indexed, [Path(indexed.home) / "more"])
+    question = "Which gasket is used on the chlorine regulator, and can it be reused?"
+    result = Answerer(indexed, generator=WrongSourceGenerator("")).ask(question)  # type: ignore[arg-type]
+    assert not result.refused, result.refusal_reason
+    gasket = next(e.n for e in result.evidence if e.path.endswith("SOP-CL-004.md"))
+    other = next(e.n for e in result.evidence if e.path.endswith("SOP-CL-007.md"))
+    data = json.loads(json.dumps(result.as_json()))  # as the API sends it
+    assert data["corrected_citations"] == [
+        {"sentence": "Use the lead gasket RW-GSK-0410 at every connection.", "cited": [other], "corrected": [gasket]},
+        {"sentence": "Close the cylinder valve first.", "cited": [other], "corrected": [gasket]},
+    ]
+    assert result.answer.startswith(f"Use the lead gasket RW-GSK-0410 at every connection [{gasket}].")
+    assert result.grounded and [c.n for c in result.citations] == [gasket]
+    # The valve's tag, left out of the answer, is put in front of the operator in the SOP's own words.
+    assert [(q["n"], q["why"], q["sentence"]) for q in data["quotes"]] == [
+        (gasket, "key fact", "Close the cylinder valve first.")
+    ]
+    assert "VLV-3042-B" in data["quotes"][0]["text"]
+
+    monkeypatch.setattr(
+        "appliance.cli.ask_command.Answerer",
+        lambda settings: Answerer(settings, generator=WrongSourceGenerator("")),  # type: ignore[arg-type]
+    )
+    printed = CliRunner().invoke(cli, ["ask", question])
+    assert printed.exit_code == 0, printed.output
+    assert f"citation corrected [{other}] → [{gasket}]" in printed.output
+    assert "In the sources' own words:" in printed.output and "> Close the cylinder valve VLV-3042-B" in printed.output

@@ -29,13 +29,13 @@ from appliance.answer.prompt import REFUSAL
 from appliance.cli.main import cli
 from appliance.config import GeneratorSettings, IndexSettings, Settings
 from appliance.errors import GeneratorError
+from appliance.index.filters import NO_FILTERS
 from appliance.index.index import Index
 from appliance.index.lock import writer_lock
 from appliance.ingest.pipeline import ingest
 from appliance.models.generation import ChatMessage, GenerationStream
 from appliance.models.generation.base import StatsBox
 from appliance.models.registry import load_embedder
-from appliance.retrieve.filters import NO_FILTERS
 from appliance.server.answering import answer_events
 from appliance.server.app import create_app
 from appliance.server.auth import TokenStore
@@ -547,6 +547,8 @@ def test_readyz_is_ready_then_503_on_an_inconsistent_index(client: TestClient, a
     ready = client.get("/readyz")
     assert ready.status_code == 200, ready.text
     assert ready.json()["ready"] is True and ready.json()["documents"] == 3
+    # What the served index reflects: the newest committed change, none waiting.
+    assert ready.json()["index_updated_at"] and ready.json()["pending_changes"] == 0
     index = Index(api_settings)
     vector = load_embedder(api_settings).embed_query("stray")
     index.vectors.upsert(["ghost-chunk"], np.stack([vector]), ["plant/ghost.md"])
@@ -709,6 +711,61 @@ def test_a_client_that_disconnects_stops_the_generation(api_settings: Settings, 
         time.sleep(0.01)
     else:
         pytest.fail("a slot of asks_in_flight was never released")
+
+
+class GatedGenerator(ScriptedGenerator):
+    """Writes one word, then waits for `release` before it writes the rest."""
+
+    def __init__(self) -> None:
+        super().__init__("first second third [1].")
+        self.release = threading.Event()
+
+    def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
+        def pieces() -> Iterator[str]:
+            try:
+                yield "first"
+                self.release.wait(timeout=30)
+                yield " second"
+                yield " third [1]."
+            finally:
+                self.closed.set()
+
+        return GenerationStream(pieces(), StatsBox())  # type: ignore[arg-type]
+
+
+def test_once_the_listener_has_left_the_answer_thread_no_longer_calls_into_the_event_loop(
+    api_settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A call scheduled on a loop that is shutting down is never run: the thread would wait on it forever.
+    generator = GatedGenerator()
+    app = create_app(api_settings, answerer=Answerer(api_settings, generator=generator))  # type: ignore[arg-type]
+    state: AppState = app.state.appliance
+    calls_after_leaving: list[object] = []
+    left = threading.Event()
+    run_in_loop = anyio.from_thread.run
+
+    def watched_run(func: Any, *args: Any, **kwargs: Any) -> Any:
+        if left.is_set():
+            calls_after_leaving.append(args)
+        return run_in_loop(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.from_thread, "run", watched_run)
+
+    async def main() -> None:
+        events = answer_events(state, QUESTION, k=None, filters=NO_FILTERS)
+        async for event in events:
+            if event.kind == "token":
+                break
+        await events.aclose()
+        left.set()
+        generator.release.set()  # the thread now has more tokens to hand over, to nobody
+        await anyio.sleep(0.3)
+
+    anyio.run(main)
+    assert generator.closed.wait(5), "the generation was not stopped"
+    assert calls_after_leaving == []
+    assert state.asks_in_flight.acquire(blocking=False), "the thread kept its slot"
+    state.asks_in_flight.release()
 
 
 def test_leaving_while_queued_takes_the_request_out_of_the_queue(api_settings: Settings) -> None:

@@ -21,9 +21,9 @@ from appliance.answer.answerer import Answerer
 from appliance.cli.main import cli
 from appliance.config import Settings, VectorSettings
 from appliance.errors import ConfigError
+from appliance.index.filters import Filters
 from appliance.index.vectors import VectorIndex, VectorStoreUnavailable, parse_server_url
 from appliance.ingest.pipeline import ingest, reindex
-from appliance.retrieve.filters import Filters
 from appliance.retrieve.search import MODES, Searcher
 from appliance.server.app import create_app
 from tests.chroma_server import ChromaServer, free_port, requires_chroma_cli, running_chroma, unique_collection

@@ -89,14 +89,14 @@ def test_pdf_chunks_keep_their_page_and_never_span_two(count_tokens: TokenCounte
 def test_ids_are_stable_and_follow_content_not_position(count_tokens: TokenCounter) -> None:
     first = chunk_document(sop(), count_tokens)
     again = chunk_document(sop(), count_tokens)
-    assert [c.id for c in first] == [c.id for c in again]
+    assert [c.chunk_id for c in first] == [c.chunk_id for c in again]
     edited = sop()
     edited.blocks.insert(0, edited.blocks[1])  # unrelated change earlier in the document
-    moved_ids = {c.id for c in chunk_document(edited, count_tokens)}
-    assert first[-1].id in moved_ids
+    moved_ids = {c.chunk_id for c in chunk_document(edited, count_tokens)}
+    assert first[-1].chunk_id in moved_ids
     renamed = sop()
     renamed.path = "plant/other.md"
-    assert not {c.id for c in chunk_document(renamed, count_tokens)} & {c.id for c in first}
+    assert not {c.chunk_id for c in chunk_document(renamed, count_tokens)} & {c.chunk_id for c in first}
 
 
 def test_identical_passages_in_one_document_get_distinct_ids(count_tokens: TokenCounter) -> None:
@@ -107,7 +107,7 @@ def test_identical_passages_in_one_document_get_distinct_ids(count_tokens: Token
     builder.add("heading", "## A", level=2)
     builder.add("paragraph", "Call the control room on extension 4411.")
     chunks = chunk_document(builder.build("X"), count_tokens)
-    assert len({c.id for c in chunks}) == len(chunks) == 3
+    assert len({c.chunk_id for c in chunks}) == len(chunks) == 3
 
 
 def test_identifiers_are_recorded_per_chunk(count_tokens: TokenCounter) -> None:

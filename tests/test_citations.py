@@ -14,9 +14,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from appliance.answer.attribution import attribute_citations
-from appliance.answer.citations import CitedSentence, parse_citations, split_sentences
+from appliance.answer.citations import CitedSentence, parse_citations
 from appliance.answer.evidence_sentences import best_sentences
-from appliance.answer.support import LEXICAL_THRESHOLD, SEMANTIC_THRESHOLD, check_support
+from appliance.answer.support import LEXICAL_THRESHOLD, SEMANTIC_THRESHOLD, SupportJudge, check_support
+from appliance.text.sentences import split_sentences
 
 # Passages of docs_corpus/SOP-FLT-002 and SOP-PMP-001, hard line wraps kept, plus a GitLab note.
 IFE_HIHI = """### 5.2 IFE above 0.50 NTU (ALM-TURB-IFE-HIHI-0n)
@@ -301,7 +302,6 @@ def test_sentence_spans_point_into_the_cleaned_answer() -> None:
         ("Do not increase plant flow while the alarm is active.", 4),
         ("After you edit gitlab.rb, apply the changes by running `sudo gitlab-ctl reconfigure`.", 5),
         ("GitLab 16.11.2 needs PostgreSQL 14 or newer.", 5),
-        ("If a service is down, read its logs with `gitlab-ctl tail puma`.", 5),
     ],
 )
 def test_supported_paraphrases_pass(sentence: str, cited: int) -> None:
@@ -409,10 +409,25 @@ def test_identifiers_match_whole_tokens_only() -> None:
 
 
 def test_a_code_block_is_supported_line_by_line_with_placeholders() -> None:
+    question = "sidekiq is down, how do I read its logs?"
     code = _sentence("sudo gitlab-ctl tail sidekiq\nsudo gitlab-ctl status", 5, kind="code")
-    assert check_support([code], SOURCES).grounded
+    assert check_support([code], SOURCES, question=question).grounded
     wrong = _sentence("sudo gitlab-ctl restart sidekiq", 5, kind="code")
-    assert not check_support([wrong], SOURCES).grounded
+    assert not check_support([wrong], SOURCES, question=question).grounded
+
+
+@pytest.mark.parametrize(
+    ("command", "supported"),
+    [
+        ("If a service is down, read its logs with `gitlab-ctl tail puma`.", True),  # puma: the question's
+        ("If a service is down, read its logs with `gitlab-ctl tail <service>`.", True),  # left as a placeholder
+        ("If a service is down, read its logs with `gitlab-ctl tail unicorn-web`.", False),  # invented to fill it
+    ],
+)
+def test_a_placeholder_is_filled_from_the_question_or_the_sources_never_invented(command: str, supported: bool) -> None:
+    question = "puma is down - where are its logs?"
+    detail = check_support([_sentence(command, 5)], SOURCES, question=question).details[0]
+    assert detail.supported is supported, detail.reason
 
 
 def _fake_embed(texts: list[str]) -> np.ndarray:
@@ -596,8 +611,8 @@ def test_the_models_own_source_line_is_not_judged() -> None:
 def test_an_uncited_command_that_a_source_holds_is_cited_without_touching_the_code() -> None:
     answer = "Apply the change.\n\n```\nsudo gitlab-ctl reconfigure\n```\n\n```\nsudo gitlab-ctl rm -rf /\n```"
     parsed = parse_citations(answer, n_sources=5)
-    text, sentences, added = attribute_citations(parsed.text, parsed.sentences, SOURCES)
-    assert "sudo gitlab-ctl reconfigure\n" in text and "[5]" not in text  # no marker inside a code block
-    cited = {s.text.strip(): s.cited for s in sentences if s.kind == "code"}
+    attribution = attribute_citations(parsed, SupportJudge(SOURCES))
+    assert "sudo gitlab-ctl reconfigure\n" in attribution.text and "[5]" not in attribution.text  # no marker in code
+    cited = {s.text.strip(): s.cited for s in attribution.sentences if s.kind == "code"}
     assert cited == {"sudo gitlab-ctl reconfigure": frozenset({5}), "sudo gitlab-ctl rm -rf /": frozenset()}
-    assert added == [5]
+    assert attribution.attributed == [5]

@@ -41,10 +41,14 @@ def test_prometheus_operator_runbooks_end_to_end(cli_env: dict[str, str]) -> Non
         "seconds",
     }
     markdown_files = [p for p in PROMETHEUS.rglob("*.md") if not any(part.startswith(".") for part in p.parts)]
-    assert report["added"] + len(report["failed"]) == len(markdown_files)
+    # Nothing failed: the front-matter-only section index pages (_index.md) hold nothing to index and are
+    # skipped with their reason.
+    assert report["failed"] == []
+    empty_pages = [s for s in report["skipped"] if s["reason"] == "no text content"]
+    assert report["added"] + len(empty_pages) == len(markdown_files)
+    assert len(empty_pages) == 10  # nine _index.md and the archetype archetypes/default.md
+    assert all(s["path"].endswith(("/_index.md", "archetypes/default.md")) for s in empty_pages)
     assert report["added"] >= 100
-    # The only failures are front-matter-only section index pages, each with its reason.
-    assert all(f["error"] == "no text content" for f in report["failed"])
     assert report["chunks_embedded"] == report["chunks_total"] > 300
 
     result = as_json(appliance(cli_env, "search", "KubePodCrashLooping", "--k", "3", "--json"))

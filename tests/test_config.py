@@ -9,7 +9,7 @@ import pytest
 from click.testing import CliRunner
 
 from appliance.cli.main import cli
-from appliance.config import load_settings, load_settings_with_sources
+from appliance.config import DEFAULT_EVIDENCE_COEFFICIENTS, load_settings, load_settings_with_sources
 from appliance.errors import ConfigError
 
 
@@ -47,6 +47,8 @@ def test_appliance_config_names_the_file(tmp_path: Path) -> None:
         ({}, "[search]\nrrf_k = -1\n", r"search\.rrf_k \(file .*appliance\.toml\)"),
         ({}, "[search]\nbogus = 1\n", r"search\.bogus"),
         ({}, "[search\n", r"not valid TOML"),
+        # Drafting is exact only with flash attention and a q8_0 cache: asked for alone, it is refused.
+        ({"APPLIANCE_GENERATOR_DRAFT": "prompt_lookup"}, "", r"generator\.draft = prompt_lookup needs"),
     ],
 )
 def test_a_bad_setting_is_reported_with_its_key_and_source(
@@ -73,6 +75,15 @@ def test_config_show_json_lists_every_setting_with_value_default_and_source(
         "description": rows["search.rrf_k"]["description"],
     }
     assert all(row["description"] for row in rows.values())
+
+
+def test_config_show_gives_the_default_of_a_setting_built_by_a_factory(cli_env: dict[str, str]) -> None:
+    """evidence.coefficients is a dict made fresh for each settings object: its default is that dict."""
+    result = CliRunner().invoke(cli, ["config", "show", "--json"])
+    assert "PydanticUndefined" not in result.output
+    rows = {row["key"]: row for row in json.loads(result.output)["settings"]}
+    assert rows["evidence.coefficients"]["default"] == DEFAULT_EVIDENCE_COEFFICIENTS
+    assert rows["evidence.coefficients"]["value"] == DEFAULT_EVIDENCE_COEFFICIENTS
 
 
 def test_a_bad_setting_makes_the_cli_exit_2_with_one_line(

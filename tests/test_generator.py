@@ -1,7 +1,8 @@
 """The generator backends, as a specification.
 
 Local: the real SmolLM2-135M-Instruct GGUF from a model store, run by llama.cpp in this process.
-Remote: a real `python -m llama_cpp.server` on 127.0.0.1 serving the same GGUF, plus a tiny stdlib
+Remote: a real llama_cpp.server (`python -m appliance.models.generation.llama_server`, which loads the
+CPU variant first) on 127.0.0.1 serving the same GGUF, plus a tiny stdlib
 fake server for the failure cases (5xx, timeouts, broken streams). Every generation is short
 (at most 16 tokens); nothing here leaves 127.0.0.1.
 """
@@ -42,6 +43,7 @@ from appliance.models.generator import (
 )
 from appliance.models.packages import init_store_from_packages
 from appliance.models.store import ModelStore
+from tests.conftest import REPO
 
 SMOLLM = "smollm2-135m-instruct"
 SERVER_MODULES = ("sse_starlette", "starlette_context", "pydantic_settings", "yaml", "fastapi", "uvicorn")
@@ -174,6 +176,89 @@ def test_without_the_shared_prefix_every_prompt_is_evaluated_in_full(smollm_gguf
     assert stats.prompt_eval_tokens == stats.prompt_tokens
 
 
+SOURCE_TEXT = (REPO / "docs_corpus" / "SOP-CL-004-chlorine-cylinder-change.md").read_text(encoding="utf-8")[:900]
+GROUNDED = [
+    [
+        ChatMessage("system", "Answer from the source, citing it as [1]. Copy commands and values exactly."),
+        ChatMessage("user", f"Source [1]:\n{SOURCE_TEXT}\n\nQuestion: {question}"),
+    ]
+    for question in ("How do I change a chlorine cylinder?", "What must be checked before the cylinder valve opens?")
+]
+
+
+def test_drafted_decoding_gives_plain_greedy_decodings_text_token_for_token(smollm_gguf: Path) -> None:
+    # Real generations over a real SOP, where prompt lookup finds drafts to check.
+    exact = {"flash_attn": True, "kv_cache_type": "q8_0"}  # what generator.draft requires
+    plain = LlamaCppGenerator(smollm_gguf, n_ctx=2048, n_threads=1, temperature=0.0, draft="none", **exact)
+    drafted = LlamaCppGenerator(smollm_gguf, n_ctx=2048, n_threads=1, temperature=0.0, draft="prompt_lookup", **exact)
+    try:
+        assert drafted.system_info()["draft"] == "prompt_lookup"
+        for messages in GROUNDED:
+            expected, reference = plain.complete(messages, max_tokens=48)
+            with drafted.stream(messages, max_tokens=48) as stream:
+                streamed = list(stream)
+            stats = stream.stats
+            assert stats is not None
+            assert "".join(streamed) == expected
+            assert (stats.completion_tokens, stats.finish_reason) == (
+                reference.completion_tokens,
+                reference.finish_reason,
+            )
+            assert stats.accepted_tokens is not None and stats.accepted_tokens > 0  # drafts were really checked
+            assert stats.draft_tokens is not None and stats.draft_tokens >= stats.accepted_tokens
+            assert stats.prompt_eval_tokens == reference.prompt_eval_tokens  # the same prefill
+    finally:
+        plain.close()
+        drafted.close()
+
+
+def test_a_call_of_several_tokens_gives_the_logits_of_single_token_calls(smollm_gguf: Path) -> None:
+    # What drafted decoding relies on, in the setting that breaks it: two threads and more than 512
+    # cached positions (llama.cpp splits a single token's attention over the threads there). With
+    # flash attention and the q8_0 KV cache that drafting requires, both take one code path: the logits
+    # are bitwise the same for the calls the generator makes (a token and its draft: draft_max_tokens + 1).
+    import llama_cpp
+    import numpy as np
+    from llama_cpp import _internals
+
+    gen = LlamaCppGenerator(smollm_gguf, n_ctx=1024, n_threads=2, flash_attn=True, kv_cache_type="q8_0")
+    llm = gen._llm
+    try:
+        llm.eval(llm.tokenize(SOURCE_TEXT.encode() * 2)[:600])
+        cached = llm.n_tokens
+        following = llm.tokenize(b" Close the cylinder valve and check for leaks.", add_bos=False)
+        following = following[: gen.draft_max_tokens + 1]
+        assert len(following) >= 2
+        batch = _internals.LlamaBatch(n_tokens=8, embd=0, n_seq_max=1, verbose=False)
+
+        def logits(index: int) -> np.ndarray:
+            row = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, index)
+            return np.ctypeslib.as_array(row, shape=(llm.n_vocab(),)).copy()
+
+        singles = []
+        for offset, token in enumerate(following):
+            batch.set_batch([token], cached + offset, True)
+            llm._ctx.decode(batch)
+            singles.append(logits(0))
+        llm._ctx.kv_cache_seq_rm(-1, cached, -1)
+        batch.set_batch(following, cached, True)
+        llm._ctx.decode(batch)
+        assert all(np.array_equal(logits(i), singles[i]) for i in range(len(following)))
+        batch.close()
+    finally:
+        gen.close()
+
+
+def test_drafting_is_used_only_for_greedy_decoding(smollm_gguf: Path) -> None:
+    sampled = LlamaCppGenerator(smollm_gguf, n_ctx=512, n_threads=1, temperature=0.7, draft="prompt_lookup")
+    try:
+        assert sampled.system_info()["draft"] == "none"
+    finally:
+        sampled.close()
+    with pytest.raises(GeneratorError, match="unknown draft method 'medusa'"):
+        LlamaCppGenerator(smollm_gguf, n_ctx=512, n_threads=1, draft="medusa")
+
+
 def test_stream_yields_pieces_and_sets_its_own_stats_at_the_end(local_gen: LlamaCppGenerator) -> None:
     stream = local_gen.stream(QUESTION, max_tokens=8)
     assert stream.stats is None
@@ -225,6 +310,23 @@ def test_load_and_generation_print_nothing_and_log_that_gpu_offload_is_inactive(
     assert any("GPU offload inactive" in m and "runs on the CPU" in m for m in offload_logs)
 
 
+def test_a_build_with_every_cpu_variant_runs_the_best_one_without_amx(smollm_gguf: Path) -> None:
+    from appliance.models.generation.cpu_backends import AMX_VARIANTS, variants
+
+    gen = LlamaCppGenerator(smollm_gguf, n_ctx=512, n_threads=1)
+    try:
+        info = gen.system_info()
+    finally:
+        gen.close()
+    shipped = variants()
+    if not shipped:  # CPU code linked in (GGML_NATIVE=OFF alone): nothing to choose
+        assert info["cpu_variant"] is None
+        return
+    # GGML_BACKEND_DL + GGML_CPU_ALL_VARIANTS: a variant was loaded, the best one this CPU runs but AMX.
+    assert info["cpu_variant"] in shipped and info["cpu_variant"] not in AMX_VARIANTS
+    assert "AVX2 = 1" in info["llama_system_info"] or info["cpu_variant"] in ("x64", "sse42", "sandybridge")
+
+
 def test_a_damaged_gguf_is_a_generator_error_naming_the_file(tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
     bad = tmp_path / "broken.gguf"
     bad.write_bytes(b"GGUF" + b"\0" * 64)
@@ -253,6 +355,38 @@ def test_load_generator_picks_the_backend_from_settings(smollm_store: Path) -> N
         load_generator(smollm_settings(smollm_store, backend="openai"))
 
 
+def test_the_openai_backend_runs_where_llama_cpp_python_cannot_be_imported() -> None:
+    """A host that sends every generation to a model server needs no llama-cpp-python."""
+    script = (
+        "import sys\n"
+        "sys.modules['llama_cpp'] = None  # any import of llama_cpp now fails\n"
+        "import appliance.cli.main, appliance.server.app, appliance.models.generator\n"
+        "from appliance.config import Settings\n"
+        "from appliance.models.generation import load_generator\n"
+        "settings = Settings()\n"
+        "settings.generator.backend, settings.generator.url = 'openai', 'http://127.0.0.1:9/v1'\n"
+        "print(type(load_generator(settings)).__name__)\n"
+        "from appliance.models.generation import LlamaCppGenerator\n"
+    )
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=120)
+    assert result.stdout.strip() == "OpenAICompatibleGenerator", result.stderr
+    assert "import of llama_cpp halted" in result.stderr  # only the local backend needs it
+
+
+@pytest.mark.parametrize("backend", [LlamaCppGenerator, OpenAICompatibleGenerator])
+def test_a_generator_built_without_settings_samples_as_the_settings_default_does(backend: type) -> None:
+    """Every constructor default that is also a setting equals the setting's default (temperature 0.0: greedy)."""
+    defaults = GeneratorSettings()
+    parameters = inspect.signature(backend.__init__).parameters
+    shared = [
+        name
+        for name, parameter in parameters.items()
+        if name in GeneratorSettings.model_fields and parameter.default is not inspect.Parameter.empty
+    ]
+    assert "temperature" in shared
+    assert {name: parameters[name].default for name in shared} == {name: getattr(defaults, name) for name in shared}
+
+
 # -- the queue in front of the local model -------------------------------------------------------
 
 
@@ -262,10 +396,11 @@ def test_one_runs_one_waits_and_the_third_caller_is_refused_at_once(local_gen: L
     waiting = local_gen.stream(QUESTION, max_tokens=4)  # admitted: waits for its turn
     assert local_gen.queue_depth() == 2
 
-    started = time.perf_counter()
+    # Refused, not queued: had it waited for its turn, it would wait forever, since only this thread can
+    # finish the paused answer ahead of it.
     with pytest.raises(GeneratorBusy, match=r"1 requests are waiting \(setting generator.queue_size\)"):
         local_gen.stream(QUESTION)
-    assert time.perf_counter() - started < 1.0
+    assert local_gen.queue_depth() == 2
 
     # The waiter is consumed in another thread: it runs as soon as the first answer is finished.
     result: list[str] = []
@@ -457,14 +592,15 @@ def test_run_serves_one_function_at_a_time_and_frees_the_slot_on_error() -> None
 
 @pytest.fixture(scope="module")
 def llama_server(smollm_gguf: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    """`python -m llama_cpp.server` serving SmolLM2 on 127.0.0.1; yields its base URL (…/v1)."""
+    """llama-cpp-python's server serving SmolLM2 on 127.0.0.1, as docs/scaling.md starts it (the plain
+    `python -m llama_cpp.server` loads no CPU code from a build with every variant); yields …/v1."""
     missing = [name for name in SERVER_MODULES if importlib.util.find_spec(name) is None]
     if missing:
         pytest.fail(f"llama_cpp.server needs {', '.join(missing)}: install the project's dev extras")
     port = free_port()
     log = tmp_path_factory.mktemp("llama_server") / "server.log"
     command = [
-        sys.executable, "-m", "llama_cpp.server", "--model", str(smollm_gguf),
+        sys.executable, "-m", "appliance.models.generation.llama_server", "--model", str(smollm_gguf),
         "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "2048", "--n_threads", "1",
     ]  # fmt: skip
     with log.open("wb") as out:
@@ -655,10 +791,10 @@ def test_remote_4xx_is_not_retried(fake_server: Callable[..., FakeServer]) -> No
 def test_remote_read_timeout_is_a_generator_error_and_not_retried(fake_server: Callable[..., FakeServer]) -> None:
     fake = fake_server(Reply(hang=True), Reply(body=sse("late")))
     gen = OpenAICompatibleGenerator(fake.url, model="m", timeout_s=0.3, retries=2, backoff_s=0.01)
-    started = time.perf_counter()
+    # The server never answers the first request: only the read timeout ends the call, and the reply
+    # queued for a retry is never asked for.
     with pytest.raises(GeneratorError, match=r"sent nothing for 0.3 s \(setting generator.timeout_s\)"):
         gen.complete(QUESTION)
-    assert time.perf_counter() - started < 5
     assert len(fake.requests) == 1
     gen.close()
 

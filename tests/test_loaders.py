@@ -9,7 +9,6 @@ from __future__ import annotations
 import io
 import logging
 import os
-import time
 import zipfile
 from pathlib import Path
 
@@ -19,7 +18,7 @@ from docx.oxml import OxmlElement
 from docx.oxml.ns import qn
 from fpdf import FPDF
 
-from appliance.errors import DocumentError, UnsupportedDocument
+from appliance.errors import DocumentError, SkippedDocument, UnsupportedDocument
 from appliance.ingest.document import BLOCK_SEPARATOR, LoadedDocument
 from appliance.ingest.loaders import SUPPORTED_SUFFIXES, load_document
 from appliance.ingest.loaders import source as source_module
@@ -56,10 +55,12 @@ def headings(doc: LoadedDocument) -> list[tuple[int, str]]:
     return [(block.level, block.text) for block in doc.blocks if block.kind == "heading"]
 
 
-def reason_of(path: Path, max_bytes: int = 50 * MB) -> str:
-    """Load a file that must fail; return the reason, after checking the message names the file."""
+def reason_of(path: Path, max_bytes: int = 50 * MB, *, skipped: bool = False) -> str:
+    """Load a file that must fail (`skipped`: be skipped); return the reason, after checking the message
+    names the file."""
     with pytest.raises(DocumentError) as caught:
         load_document(path, max_bytes=max_bytes)
+    assert isinstance(caught.value, SkippedDocument) is skipped
     assert caught.value.path == str(path)
     assert str(caught.value).startswith(f"{path}: ")
     return caught.value.reason
@@ -189,8 +190,8 @@ def test_permission_error_while_opening_is_reported(tmp_path: Path, monkeypatch:
 
 
 @pytest.mark.parametrize("name", ["blank.txt", "blank.md", "blank.html"])
-def test_whitespace_only_document_has_no_text_content(tmp_path: Path, name: str) -> None:
-    assert reason_of(write(tmp_path, name, " \n\t\n  \n")) == "no text content"
+def test_whitespace_only_document_has_nothing_to_index(tmp_path: Path, name: str) -> None:
+    assert reason_of(write(tmp_path, name, " \n\t\n  \n"), skipped=True) == "no text content"
 
 
 # --- decoding of the text formats ----------------------------------------------------------------
@@ -311,9 +312,9 @@ def test_markdown_title_falls_back_to_first_h1_then_file_stem(tmp_path: Path) ->
     assert without.title == "valve check procedure"
 
 
-def test_markdown_with_only_front_matter_has_no_text_content(tmp_path: Path) -> None:
+def test_markdown_with_only_front_matter_has_nothing_to_index(tmp_path: Path) -> None:
     path = write(tmp_path, "meta.md", "---\ntitle: Nothing else\n---\n\n<!-- a comment -->\n")
-    assert reason_of(path) == "no text content"
+    assert reason_of(path, skipped=True) == "no text content"
 
 
 # --- plain text ----------------------------------------------------------------------------------
@@ -417,9 +418,7 @@ def test_html_survives_10000_deep_nesting(tmp_path: Path) -> None:
         + "</div>" * depth
         + "<p>after the nest</p></body></html>"
     )
-    started = time.perf_counter()
     doc = load_document(write(tmp_path, "deep.html", page))
-    assert time.perf_counter() - started < 5
     assert doc.title == "Deep"
     assert "deepest text" in doc.text
     assert "after the nest" in doc.text  # libxml2 stops at its depth limit; nothing may be lost
@@ -663,7 +662,7 @@ def test_zip_without_a_word_document_is_reported(tmp_path: Path) -> None:
     assert reason_of(path) == "not a valid .docx (the archive has no word/document.xml)"
 
 
-def test_zip_bomb_docx_is_refused_quickly(tmp_path: Path) -> None:
+def test_zip_bomb_docx_is_refused_before_anything_is_inflated(tmp_path: Path) -> None:
     path = tmp_path / "bomb.docx"
     with (
         zipfile.ZipFile(path, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=1) as archive,
@@ -673,9 +672,13 @@ def test_zip_bomb_docx_is_refused_quickly(tmp_path: Path) -> None:
         for _ in range(300):  # 300 MB inflated, ~1.3 MB on disk
             member.write(zeros)
     assert path.stat().st_size < 2 * MB
-    started = time.perf_counter()
+    # Garble the compressed data, keep the directory: inflating any of it would now fail with another reason.
+    with zipfile.ZipFile(path) as archive:
+        member = archive.getinfo("word/document.xml")
+    with path.open("r+b") as handle:
+        handle.seek(member.header_offset + 30 + len(member.filename.encode()) + 64)
+        handle.write(b"\xff" * 4096)
     reason = reason_of(path)
-    assert time.perf_counter() - started < 1
     assert reason == "refusing a suspicious .docx (zip bomb?): it expands to 300 MB, over 200 MB"
 
 

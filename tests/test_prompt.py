@@ -4,15 +4,16 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from appliance.answer.prompt import SYSTEM_PROMPT, Following, build_prompt, leading_sentences
-from appliance.index.catalog import ChunkRow
+from appliance.answer.prompt import SYSTEM_PROMPT, Following, build_prompt
+from appliance.index.records import ChunkRow
+from appliance.text.sentences import leading_sentences
 
 
 def chunk(i: int, text: str, *, page: int | None = None, section: str = "SOP › Steps") -> ChunkRow:
     return ChunkRow(
-        id=f"c{i}",
+        chunk_id=f"c{i}",
         rowid=i,
-        document_path=f"docs/sop-{i}.md",
+        path=f"docs/sop-{i}.md",
         title="SOP",
         type="md",
         ord=0,
@@ -22,6 +23,7 @@ def chunk(i: int, text: str, *, page: int | None = None, section: str = "SOP ›
         page=page,
         start=0,
         end=len(text),
+        identifiers="",
     )
 
 
@@ -42,7 +44,7 @@ def test_sources_are_numbered_in_rank_order_with_their_provenance() -> None:
 def test_at_most_max_sources_are_given() -> None:
     chunks = [chunk(i, f"Fact number {i}.") for i in range(1, 8)]
     prompt = build_prompt("q", chunks, count_tokens=words, budget_tokens=10_000, max_sources=3)
-    assert [s.chunk.id for s in prompt.sources] == ["c1", "c2", "c3"]
+    assert [s.chunk.chunk_id for s in prompt.sources] == ["c1", "c2", "c3"]
 
 
 def test_lowest_ranked_sources_are_dropped_first_to_fit_the_budget() -> None:
@@ -50,12 +52,12 @@ def test_lowest_ranked_sources_are_dropped_first_to_fit_the_budget() -> None:
     chunks = [chunk(1, long), chunk(2, long), chunk(3, "Short one.")]
     fixed = build_prompt("q", [], count_tokens=words, budget_tokens=10_000, max_sources=4).prompt_tokens
     prompt = build_prompt("q", chunks, count_tokens=words, budget_tokens=fixed + 140, max_sources=4)
-    assert [s.chunk.id for s in prompt.sources] == ["c1", "c2"]
+    assert [s.chunk.chunk_id for s in prompt.sources] == ["c1", "c2"]
     assert prompt.dropped == 1
     assert prompt.prompt_tokens <= fixed + 140
     # A lower-ranked source never displaces a higher-ranked one, even when it alone would fit.
     tight = build_prompt("q", chunks, count_tokens=words, budget_tokens=fixed + 80, max_sources=4)
-    assert [s.chunk.id for s in tight.sources] == ["c1"]
+    assert [s.chunk.chunk_id for s in tight.sources] == ["c1"]
 
 
 def test_a_source_is_never_cut_mid_sentence() -> None:
@@ -91,7 +93,19 @@ def doc_chunks(path: str, texts: list[str], *, overlap: int = 0, sections: list[
         section = sections[i] if sections else "SOP › Steps"
         rows.append(
             ChunkRow(
-                f"{path}#{i}", 100 + i, path, "SOP", "md", i, section, text, section, None, start, start + len(text)
+                chunk_id=f"{path}#{i}",
+                rowid=100 + i,
+                path=path,
+                title="SOP",
+                type="md",
+                ord=i,
+                header=section,
+                text=text,
+                section=section,
+                page=None,
+                start=start,
+                end=start + len(text),
+                identifiers="",
             )
         )
         start = rows[-1].end
@@ -99,7 +113,7 @@ def doc_chunks(path: str, texts: list[str], *, overlap: int = 0, sections: list[
 
 
 def following_in(rows: list[ChunkRow]) -> Following:
-    return lambda row, n: [r for r in rows if r.document_path == row.document_path and row.ord < r.ord <= row.ord + n]
+    return lambda row, n: [r for r in rows if r.path == row.path and row.ord < r.ord <= row.ord + n]
 
 
 def test_a_retrieved_chunk_comes_with_the_chunks_that_follow_it_joined_without_their_overlap() -> None:
@@ -111,7 +125,7 @@ def test_a_retrieved_chunk_comes_with_the_chunks_that_follow_it_joined_without_t
     assert len(prompt.sources) == 1
     source = prompt.sources[0]
     assert source.text == "Stop the pump. Close VLV-1. Vent to 0.2 bar."
-    assert [c.id for c in source.chunks] == ["docs/a.md#0", "docs/a.md#1", "docs/a.md#2"]
+    assert [c.chunk_id for c in source.chunks] == ["docs/a.md#0", "docs/a.md#1", "docs/a.md#2"]
     assert [source.text[s:e] for s, e in source.spans] == ["Stop the pump.", " Close VLV-1.", " Vent to 0.2 bar."]
 
 
@@ -142,12 +156,12 @@ def test_adjacent_retrieved_chunks_of_one_document_form_one_source_ranked_by_its
         "q", retrieved, count_tokens=words, budget_tokens=10_000, max_sources=4,
         following=following_in(a + b), window_chunks=1,
     )  # fmt: skip
-    assert [[c.id for c in s.chunks] for s in prompt.sources] == [
+    assert [[c.chunk_id for c in s.chunks] for s in prompt.sources] == [
         ["docs/b.md#0", "docs/b.md#1"],
         ["docs/a.md#1", "docs/a.md#2", "docs/a.md#3"],
     ]
     # The source stands for its best retrieved chunk, and no chunk is given twice.
-    assert prompt.sources[1].chunk.id == "docs/a.md#2"
+    assert prompt.sources[1].chunk.chunk_id == "docs/a.md#2"
     assert prompt.user.count("A two.") == 1
     assert prompt.dropped == 0
 
@@ -161,14 +175,15 @@ def test_neighbours_are_given_only_while_they_fit_and_never_displace_a_retrieved
         "q", [a[0], b[0]], count_tokens=words, budget_tokens=fixed + 80, max_sources=4,
         following=following_in(a + b), window_chunks=2,
     )  # fmt: skip
-    assert [[c.id for c in s.chunks] for s in prompt.sources] == [["docs/a.md#0", "docs/a.md#1"], ["docs/b.md#0"]]
+    assert [[c.chunk_id for c in s.chunks] for s in prompt.sources] == [["docs/a.md#0", "docs/a.md#1"], ["docs/b.md#0"]]
     assert prompt.prompt_tokens <= fixed + 80
 
 
 def test_a_window_cites_the_chunk_holding_the_words_and_its_page() -> None:
+    pdf = {"path": "docs/a.pdf", "title": "SOP", "type": "pdf", "header": "SOP", "section": "SOP", "identifiers": ""}
     rows = [
-        ChunkRow("p3", 1, "docs/a.pdf", "SOP", "pdf", 0, "SOP", "Stop the feed pump P-101.", "SOP", 3, 0, 25),
-        ChunkRow("p4", 2, "docs/a.pdf", "SOP", "pdf", 1, "SOP", "Vent the header to 0.2 bar.", "SOP", 4, 26, 53),
+        ChunkRow(chunk_id="p3", rowid=1, ord=0, text="Stop the feed pump P-101.", page=3, start=0, end=25, **pdf),
+        ChunkRow(chunk_id="p4", rowid=2, ord=1, text="Vent the header to 0.2 bar.", page=4, start=26, end=53, **pdf),
     ]
     prompt = build_prompt(
         "q", [rows[0]], count_tokens=words, budget_tokens=10_000, max_sources=4,
@@ -176,6 +191,6 @@ def test_a_window_cites_the_chunk_holding_the_words_and_its_page() -> None:
     )  # fmt: skip
     source = prompt.sources[0]
     assert source.label == "[1] SOP (docs/a.pdf, pp. 3–4)"
-    assert source.chunk_for(["Vent the header to 0.2 bar [1]."]).id == "p4"
-    assert source.chunk_for(["Stop pump P-101 first."]).id == "p3"
-    assert source.chunk_for([]).id == "p3"
+    assert source.chunk_for(["Vent the header to 0.2 bar [1]."]).chunk_id == "p4"
+    assert source.chunk_for(["Stop pump P-101 first."]).chunk_id == "p3"
+    assert source.chunk_for([]).chunk_id == "p3"

@@ -111,7 +111,7 @@ def searcher(corpus_home: Path, rerank_models: Path) -> Iterator[Searcher]:
 
 
 def _passages(searcher: Searcher, chunk_ids: list[str]) -> list[str]:
-    rows = searcher.index.catalog.chunks_by_ids(chunk_ids)
+    rows = searcher.catalog.chunks_by_ids(chunk_ids)
     return [f"{rows[i].header}\n{rows[i].text}" for i in chunk_ids]
 
 
@@ -187,7 +187,7 @@ def test_search_with_a_reranker_orders_the_top_hits_by_reranker_score(searcher: 
 
 def test_the_reranker_reorders_only_the_top_fused_chunks_and_keeps_the_tail(searcher: Searcher) -> None:
     found = searcher.candidates(QUERY, "hybrid", searcher.settings.search.candidates)
-    fused = [row.id for row, _ in searcher.fuse(found, "hybrid")]
+    fused = [row.chunk_id for row, _ in searcher.fuse(found, "hybrid")]
     assert len(fused) > TOP, "the corpus must match more chunks than the reranker rescores"
     hits = [hit.chunk_id for hit in searcher.search(QUERY, k=len(fused)).hits]
     assert set(hits[:TOP]) == set(fused[:TOP])
@@ -207,7 +207,7 @@ def test_without_a_reranker_search_is_plain_hybrid(corpus_home: Path, models_dir
     for result in (plain, off):
         assert result.reranked is False and "rerank" not in result.timings_ms
         assert result.evidence.signals is not None and result.evidence.signals.top_rerank is None
-    assert [h.chunk_id for h in plain.hits] == [h.chunk_id for h in off.hits] == [row.id for row, _ in fused]
+    assert [h.chunk_id for h in plain.hits] == [h.chunk_id for h in off.hits] == [row.chunk_id for row, _ in fused]
     assert [h.score for h in plain.hits] == [h.score for h in off.hits]
 
 

@@ -13,10 +13,10 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from appliance.config import Settings
+from appliance.index.filters import Filters
 from appliance.ingest.pipeline import ingest
 from appliance.retrieve.aggregate import aggregate_documents
 from appliance.retrieve.evidence import Evidence
-from appliance.retrieve.filters import Filters
 from appliance.retrieve.fusion import min_max, weighted_fusion, z_scores, zscore_fusion
 from appliance.retrieve.search import MODES, Searcher
 
@@ -394,6 +394,48 @@ def test_a_question_a_passage_answers_directly_is_sufficient(
     assert result.evidence.signals is not None and result.evidence.signals.unknown_terms == ()
 
 
+@pytest.mark.parametrize(
+    "question",
+    [
+        "What should I do when free chlroine at AIT-201 reads below 0.2 mg/L?",  # a typo
+        "WHAT SHOULD I DO WHEN FREE CHLORINE AT AIT-201 READS BELOW 0.2 MG/L?",  # upper case
+        "What should I do when free chlorine at AIT-201 reads below 0.2 mg/L (p99 latency is up too)?",
+        "we got paged at 3am and free chlorine at AIT-201 reads below 0.2 mg/L, 5xx on the dosing api: what now?",
+        "[FIRING:1] ALM-PS2-TRIP-01 (severity=warning) pump P-HIGH-001 tripped on overload, what do I do?",
+        "pump-related trip of P-HIGH-001 on overload: what do I do?",
+    ],
+)
+def test_an_operators_wording_does_not_refuse_a_question_the_documents_answer(
+    sop_searcher: Searcher, question: str
+) -> None:
+    result = sop_searcher.search(question)
+    assert result.evidence.sufficient, result.evidence.reason
+
+
+def test_a_typo_is_searched_corrected_and_said(sop_searcher: Searcher) -> None:
+    result = sop_searcher.search("What should I do when free chlroine at AIT-201 reads low?")
+    assert result.searched == "What should I do when free chlorine at AIT-201 reads low?"
+    assert result.did_you_mean == {
+        "question": result.searched,
+        "corrections": [{"typed": "chlroine", "suggested": "chlorine"}],
+    }
+    assert result.hits[0].path == "sops/chlorine.md"
+
+
+@pytest.mark.parametrize(
+    ("question", "name"),
+    [
+        ("The Vorquelzan dosing skid tripped, what do I do?", "Vorquelzan"),
+        ("How do I restart the zabbix agent?", "zabbix"),
+    ],
+)
+def test_an_invented_name_is_still_refused_whatever_the_wording(
+    sop_searcher: Searcher, question: str, name: str
+) -> None:
+    evidence = sop_searcher.search(question).evidence
+    assert not evidence.sufficient and name in evidence.reason
+
+
 @pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize("query", ["", "  \t", "?!...;--"])
 def test_an_empty_or_punctuation_query_is_insufficient_without_an_exception(
@@ -425,8 +467,9 @@ def test_dense_and_hybrid_modes_say_an_empty_question_has_no_searchable_words(
 
 def test_search_result_json_has_hits_evidence_rerank_flag_and_timings(sop_searcher: Searcher) -> None:
     data = sop_searcher.search("free chlorine hypochlorite dose", k=2).as_json()
-    assert set(data) == {"query", "mode", "hits", "evidence", "reranked", "timings_ms"}
+    assert set(data) == {"query", "searched", "did_you_mean", "mode", "hits", "evidence", "reranked", "timings_ms"}
     assert (data["query"], data["mode"], data["reranked"]) == ("free chlorine hypochlorite dose", "hybrid", False)
+    assert (data["searched"], data["did_you_mean"]) == (data["query"], None)  # nothing misspelt
     assert len(data["hits"]) == 2 and [h["rank"] for h in data["hits"]] == [1, 2]
     evidence = data["evidence"]
     assert set(evidence) == {"sufficient", "reason", "probability", "signals"}
@@ -440,6 +483,9 @@ def test_search_result_json_has_hits_evidence_rerank_flag_and_timings(sop_search
         "agreement",
         "unknown_terms",
         "unknown_identifiers",
+        "unknown_readings",
+        "unknown_name",
+        "unknown_words",
         "top_rerank",
     }
     assert evidence["signals"]["top_rerank"] is None

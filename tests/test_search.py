@@ -14,11 +14,11 @@ from hypothesis import strategies as st
 from appliance.config import Settings
 from appliance.index.index import Index
 from appliance.index.migrations import apply_migrations
-from appliance.ingest.identifiers import extract_identifiers
 from appliance.ingest.pipeline import ingest
 from appliance.retrieve.fusion import reciprocal_rank_fusion
 from appliance.retrieve.lexical import lexical_search
 from appliance.retrieve.search import Searcher
+from appliance.text.identifiers import extract_identifiers
 
 # Each identifier sits in one document among near-miss distractors that share its parts.
 DOCS = {

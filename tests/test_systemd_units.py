@@ -155,12 +155,14 @@ def test_ready_url_reaches_the_listener() -> None:
 
 def test_hardening_directives_are_present(layout: dict[str, Path]) -> None:
     units = render_units(unit_templates_dir(), params_for(layout))
-    for name in ("appliance.service", "appliance-reindex.service"):
+    # The watcher only reads folders and writes one file: no IP sockets at all, a small memory bound.
+    stricter = {"appliance-watch.service": {"RestrictAddressFamilies": "AF_UNIX", "MemoryMax": "512M"}}
+    for name in ("appliance.service", "appliance-reindex.service", "appliance-watch.service"):
         found = directives(units[name])
-        for key, value in HARDENING.items():
+        expected = {**HARDENING, "MemoryMax": "8G", **stricter.get(name, {})}
+        for key, value in expected.items():
             assert found.get(key) == [value], f"{name}: {key}"
         assert found["SystemCallFilter"] == ["@system-service", "~@privileged"], name
-        assert found["MemoryMax"] == ["8G"], name
         # Judged unsafe for llama.cpp/torch and explained in the unit, so deliberately absent.
         assert "MemoryDenyWriteExecute" not in found and "ProcSubset" not in found, name
 
@@ -175,9 +177,18 @@ def test_reindex_units(layout: dict[str, Path]) -> None:
     assert service["ReadWritePaths"] == [str(home)]
     assert service["ReadOnlyPaths"] == [f"-{docs}"]
     path = directives(units["appliance-reindex.path"])
-    assert path["PathChanged"] == [str(docs)]
+    # The top of the docs folder, and the file the watcher writes for a change anywhere below it.
+    assert path["PathChanged"] == [str(docs), f"{home}/run/docs-changed"]
     assert path["Unit"] == ["appliance-reindex.service"]
-    assert "recursive" in units["appliance-reindex.path"] or "subfolders" in units["appliance-reindex.path"]
+    assert "subfolders" in units["appliance-reindex.path"]
+    watcher = directives(units["appliance-watch.service"])
+    assert watcher["ExecStart"] == [
+        f"{prefix}/venv/bin/appliance watch --trigger {home}/run/docs-changed --settle 2 {docs}"
+    ]
+    assert watcher["Type"] == ["exec"] and watcher["Restart"] == ["on-failure"]
+    assert watcher["PrivateNetwork"] == ["yes"] and watcher["IPAddressDeny"] == ["any"]
+    assert watcher["ReadWritePaths"] == [str(home)] and watcher["ReadOnlyPaths"] == [f"-{docs}"]
+    assert service["After"] == ["appliance.service"]  # the server claims the vector store first at boot
     timer = directives(units["appliance-reindex.timer"])
     assert timer["OnCalendar"] == ["daily"]
     assert timer["Persistent"] == ["yes"]
@@ -279,6 +290,8 @@ def test_security_exposure_is_low(layout: dict[str, Path], subnet: str | None) -
     assert level in {"PERFECT", "SAFE", "OK"}
     reindex, _, report = security_exposure(layout["units"] / "appliance-reindex.service", str(SYSTEMD_ANALYZE))
     assert reindex <= service, report  # no network at all: never more exposed than the server
+    watcher, _, report = security_exposure(layout["units"] / "appliance-watch.service", str(SYSTEMD_ANALYZE))
+    assert watcher <= reindex, report  # not even an IP socket
 
 
 def test_install_units_without_enabling_writes_0644_files(layout: dict[str, Path]) -> None:
@@ -325,7 +338,8 @@ def test_install_units_enables_through_systemctl(tmp_path: Path, layout: dict[st
     ]
     assert actions[-3:] == [
         "systemctl daemon-reload",
-        "systemctl enable --now appliance.service appliance-reindex.path appliance-reindex.timer",
+        "systemctl enable --now appliance.service appliance-reindex.path appliance-reindex.timer "
+        "appliance-watch.service",
         "systemctl start --no-block appliance-reindex.service (first index of the docs folder)",
     ]
 

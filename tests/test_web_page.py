@@ -13,6 +13,7 @@ that downloads browsers). Without them the test is skipped with the reason.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import shutil
@@ -73,7 +74,10 @@ Apply ammonia vapour to the joint. A white cloud means a leak: evacuate and call
 QUESTION = "What do I close before the cylinder change?"
 FIRST_HALF = "Close the cylinder valve VLV-3042-B"
 ANSWER = FIRST_HALF + " and wait until the vacuum regulator gauge reads zero [1]."
-UNSUPPORTED = "Close VLV-3042-B [1]. Then open valve VLV-9999-Z to vent [7]."
+# An invented step, and a step that leaves out the gasket's part number its source gives (quoted under it).
+UNSUPPORTED = (
+    "Close VLV-3042-B [1]. Replace the lead gasket at every connection [1]. Then open valve VLV-9999-Z to vent [7]."
+)
 REFUSED_QUESTION = "How do I restart the Zabbix agent on the bastion hosts?"
 # Longer than generator.max_tokens (384; one token per word here): the model is cut off.
 CUT = ANSWER + " " + " ".join(["Replace the lead gasket RW-GSK-0410 at every connection [1]."] * 45)
@@ -163,14 +167,12 @@ def generator() -> Iterator[GatedGenerator]:
     gen.gate.set()
 
 
-@pytest.fixture
-def server(indexed: Settings, token: str, generator: GatedGenerator) -> Iterator[str]:
-    answerer = Answerer(indexed, generator=generator)  # type: ignore[arg-type]
-    app = create_app(indexed, answerer=answerer)
+@contextlib.contextmanager
+def _serving(app: Any, name: str) -> Iterator[str]:
+    """A real uvicorn serving `app` on a free 127.0.0.1 port in a thread: its base URL, once it has started."""
     port = _free_port()
-    config = uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on")
-    srv = uvicorn.Server(config)
-    thread = threading.Thread(target=srv.run, name="uvicorn-web-page-test", daemon=True)
+    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    thread = threading.Thread(target=srv.run, name=name, daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
     while not srv.started:
@@ -179,9 +181,18 @@ def server(indexed: Settings, token: str, generator: GatedGenerator) -> Iterator
     try:
         yield f"http://127.0.0.1:{port}"
     finally:
-        generator.gate.set()
         srv.should_exit = True
         thread.join(timeout=15)
+
+
+@pytest.fixture
+def server(indexed: Settings, token: str, generator: GatedGenerator) -> Iterator[str]:
+    answerer = Answerer(indexed, generator=generator)  # type: ignore[arg-type]
+    with _serving(create_app(indexed, answerer=answerer), "uvicorn-web-page-test") as base:
+        try:
+            yield base
+        finally:
+            generator.gate.set()  # a request still waiting on the gate must end before the server can stop
 
 
 @pytest.mark.slow
@@ -205,6 +216,8 @@ def test_operator_page_in_a_real_browser(server: str, token: str, generator: Gat
             expect(page).to_have_title("SOP assistant")
             main = page.locator("main")
             expect(main).to_have_attribute("data-state", "idle")
+            # When the index this server answers from was last updated (GET /readyz, open).
+            expect(page.locator("#index-updated")).to_contain_text("Index updated")
 
             # --- no token yet: the 401 problem asks for it ------------------------------------------
             question = page.get_by_label("Question", exact=True)
@@ -245,6 +258,7 @@ def test_operator_page_in_a_real_browser(server: str, token: str, generator: Gat
             expect(answer).to_have_text(ANSWER)
             expect(answer).to_have_attribute("aria-live", "polite")
             expect(page.locator("#badge")).to_contain_text("Every statement is supported")
+            expect(page.locator("#quotes")).to_be_hidden()  # the answer copies its source's line
             expect(page.locator("#timings")).to_contain_text("First words")
             expect(page.locator("#timings")).to_contain_text("Total")
             expect(page.locator("#cited-list > li")).to_have_count(1)
@@ -312,6 +326,11 @@ def test_operator_page_in_a_real_browser(server: str, token: str, generator: Gat
             expect(page.locator("#removed")).to_contain_text("[7]")
             expect(page.locator("#answer")).not_to_contain_text("[7]")
             expect(page.locator("#refusal")).to_be_hidden()
+            quote = page.locator("#quotes-list > li")
+            expect(quote).to_have_count(1)
+            expect(quote.locator(".quote-for")).to_have_text("Replace the lead gasket at every connection.")
+            expect(quote.locator("blockquote")).to_contain_text("RW-GSK-0410")
+            expect(quote.locator("button.cite[data-source='1']")).to_be_visible()
             page.screenshot(path=str(ARTIFACTS / "web-page-warning.png"))
 
             # --- an answer cut at the token limit: never shown as complete -------------------------------
@@ -320,6 +339,7 @@ def test_operator_page_in_a_real_browser(server: str, token: str, generator: Gat
             expect(main).to_have_attribute("data-state", "done")
             expect(page.locator("#badge")).to_contain_text("cut at the length limit")
             expect(page.locator("#badge")).to_have_class(re.compile(r"\bwarn\b"))
+            expect(page.locator("#quotes")).to_be_hidden()  # this answer carries the part number itself
 
             # --- clearing the token forgets it ----------------------------------------------------------
             page.locator("#token-box summary").click()
@@ -377,9 +397,11 @@ class CitingGenerator(GatedGenerator):
         return super().stream(messages, max_tokens=max_tokens)
 
 
-def pdf_viewer_page(browser: Any, timeout_s: float = 20.0) -> str | None:
+def pdf_viewer_page(browser: Any, page: int, timeout_s: float = 20.0) -> str | None:
     """The page number Chromium's built-in PDF viewer shows ("3/8"), read over CDP from its extension frame
-    (Playwright does not list that frame). None when no viewer appeared."""
+    (Playwright does not list that frame): as soon as it shows `page`, else the last it showed within
+    `timeout_s` (it shows "1/8" first and moves to #page=N once the document has loaded). None when no
+    viewer appeared."""
 
     cdp = browser.new_browser_cdp_session()
     deadline = time.monotonic() + timeout_s
@@ -401,6 +423,7 @@ def pdf_viewer_page(browser: Any, timeout_s: float = 20.0) -> str | None:
         " const i = s && s.shadowRoot.querySelector('input');"
         " return i && s.docLength ? i.value + '/' + s.docLength : null; })()"
     )
+    shown: str | None = None
     for attempt in range(int(timeout_s / 0.25)):
         message = {
             "id": attempt + 1,
@@ -411,8 +434,10 @@ def pdf_viewer_page(browser: Any, timeout_s: float = 20.0) -> str | None:
         time.sleep(0.25)
         values = [r.get("result", {}).get("result", {}).get("value") for r in replies]
         if values and values[-1]:
-            return str(values[-1])
-    return None
+            shown = str(values[-1])
+            if shown.split("/")[0] == str(page):
+                break
+    return shown
 
 
 @pytest.fixture
@@ -426,19 +451,8 @@ def demo_server(settings: Settings) -> Iterator[tuple[str, str, CitingGenerator]
         [("SOP-FLT-001", "will not start a backwash"), ("SOP-CL-004", "VLV-4501-A"), ("SOP-CL-004", "minutes")]
     )
     app = create_app(settings, answerer=Answerer(settings, generator=generator))  # type: ignore[arg-type]
-    port = _free_port()
-    srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=srv.run, name="uvicorn-demo-page-test", daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not srv.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
-    try:
-        yield f"http://127.0.0.1:{port}", secret, generator
-    finally:
-        srv.should_exit = True
-        thread.join(timeout=15)
+    with _serving(app, "uvicorn-demo-page-test") as base:
+        yield base, secret, generator
 
 
 @pytest.mark.slow
@@ -495,7 +509,7 @@ def test_open_the_cited_pdf_and_markdown_sops_and_ask_a_follow_up(
             pdf = popup.value
             pdf.wait_for_load_state()
             expect(pdf).to_have_url(re.compile(rf"^blob:http://127\.0\.0\.1:\d+/[0-9a-f-]+#page={page_number}$"))
-            shown = pdf_viewer_page(browser)
+            shown = pdf_viewer_page(browser, page_number)
             assert shown is not None and shown.split("/")[0] == str(page_number), shown
             pdf.screenshot(path=str(ARTIFACTS / "web-page-pdf-original.png"))
             pdf.close()

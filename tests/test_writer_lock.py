@@ -12,8 +12,10 @@ import pytest
 
 from appliance.config import IndexSettings, Settings
 from appliance.errors import IndexBusy
+from appliance.index import lock as lock_module
 from appliance.index.lock import writer_lock
 from appliance.ingest.pipeline import ingest, reindex
+from appliance.ingest.writer import IngestReport
 
 
 @pytest.fixture
@@ -31,21 +33,31 @@ def test_a_second_writer_is_refused_after_the_timeout(settings: Settings, small_
         reindex(impatient)
 
 
-def test_a_second_writer_waits_for_the_first_to_finish(settings: Settings, small_corpus: Path) -> None:
+def test_a_second_writer_waits_for_the_first_to_finish(
+    settings: Settings, small_corpus: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     ingest(settings, [small_corpus])
-    released = threading.Event()
+    waiting = threading.Event()  # the second writer found the lock taken and is waiting for it
 
-    def hold_then_release() -> None:
-        with writer_lock(settings.lock_path, timeout_s=0):
-            time.sleep(0.5)
-        released.set()
+    class WatchedTime:
+        monotonic = staticmethod(time.monotonic)
 
-    holder = threading.Thread(target=hold_then_release)
-    holder.start()
-    time.sleep(0.1)
-    report = reindex(settings)  # waits up to index.lock_timeout_s (30 s by default)
-    holder.join()
-    assert released.is_set() and report.unchanged == 1
+        @staticmethod
+        def sleep(seconds: float) -> None:
+            waiting.set()
+            time.sleep(seconds)
+
+    monkeypatch.setattr(lock_module, "time", WatchedTime)
+    reports: list[IngestReport] = []
+    with writer_lock(settings.lock_path, timeout_s=0):
+        second = threading.Thread(target=lambda: reports.append(reindex(settings)))
+        second.start()
+        assert waiting.wait(timeout=30), "the second writer never waited for the lock"
+        # What the first writer does while it holds the lock, the second one sees: it ran after it.
+        (small_corpus / "b.md").write_text("# B\n\nLift station LS-5 wet well alarm at 1.8 m.\n")
+        assert second.is_alive() and not reports
+    second.join(timeout=120)
+    assert len(reports) == 1 and reports[0].added == 1 and reports[0].unchanged == 1
 
 
 def test_a_concurrent_cli_reindex_refuses_with_a_message_and_exit_1(

@@ -1,20 +1,32 @@
 """When a generated answer is not an answer: decided from the support check, after the model wrote.
 
+`refusal_reason` is the one decision, its rules in this order: the model itself said the sources do
+not answer (and cited nothing); a value was asked for and no supported sentence gives one; the answer
+cites only sources about another subject than the question names. Each is described below.
+
 Retrieval's evidence decision (retrieve/evidence.py) refuses questions about things the documents
 never mention. It cannot see a near miss: the runbook for the alert exists, but it does not give
 the threshold, schedule or count that is asked. Asked anyway, a small model answers with a
 neighbouring fact or an invented value. Most near misses ask for a value, and that is checked:
 when the question asks for a quantity (how often, how many, what percentage, what time, a
-maximum…) and no supported sentence of the answer holds a number (or a value written with
-separators, such as the phone number 555-0195, that the question does not name), the value asked
-for is not in the sources, and the result is a refusal ("The documents do not cover this.") that still lists
-the sources the model was given, with the reason.
+maximum…), the answer must state a value that a *given source* states too: a number (with its
+unit), a value written with separators (the phone number 555-0195) or a frequency in words
+("quarterly", "twice a year", "every shift": text/frequencies.py), not one the question itself
+names. Whether the model's sentence carrying it keeps enough of the source's words does not
+matter here (a reworded "the keys are rotated every quarter" answers "how often" as well as the
+source's "rotate quarterly"); an invented value, in no given source, does not answer it. Else the
+result is a refusal ("The documents do not cover this.") that still lists the sources the model
+was given, with the reason.
 
 A second near miss names a sibling: the question asks about PS-3 while the answer cites only the
-source about PS-2. When an identifier of the question occurs in some source the model was given
-but in none of the sources its answer cites, the answer is about something else and is refused.
-(An identifier in no source at all is left alone: the sources may spell it differently, and on the
-tune questions two correct answers were of that kind.)
+source about PS-2. The rule is graded on what the cited sources say instead: an identifier of the
+question that some given source holds but no cited one does refuses the answer only when the cited
+sources are *about* a sibling of it: their label (title, section) names an identifier of the same
+shape that differs in one part (PS-2 for PS-3, etcdHighCommitDurations for etcdHighFsyncDurations).
+A question that names its product, team or severity in words the cited runbook does not repeat
+("gitlab.com", "sev2" where the runbook mentions sev1 in passing) is not asking about something
+else. (An identifier in no source at all is left alone: the sources may spell it differently, and
+on the tune questions two correct answers were of that kind.)
 
 A broader rule, "refuse when no sentence of the answer is supported", was measured and dropped:
 on the tune questions it withheld 5 correct answers whose sentences the model had left uncited
@@ -25,10 +37,19 @@ value question that this rule catches too.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
-from appliance.answer.support import SupportReport, extract_terms, identifier_in
+from appliance.answer.citations import CitationReport, CitedSentence
+from appliance.answer.support import SentenceSupport, SupportReport
+from appliance.text.frequencies import frequencies_in
+from appliance.text.identifiers import identifier_in, is_digit_value
+from appliance.text.quantities import numbers_in, without_thousands
+from appliance.text.terms import extract_terms
 
+# The model declining in its own words: "The documents do not specify…", "the sources provided do not cover…".
+_MODEL_REFUSAL = re.compile(
+    r"(the )?(documents|sources)( provided)? do(es)? not (cover|answer|contain|mention|specify|state|say|give)", re.I
+)
 # Question forms that ask for a value rather than a procedure. "how" alone (how do I…) is not one.
 _QUANTITY = re.compile(
     r"\bhow\s+(often|long|many|much|frequently|big|large|old|soon|fast|high|low)\b"
@@ -47,43 +68,123 @@ def asked_quantity(question: str) -> str | None:
     return " ".join(match.group(0).split()) if match else None
 
 
-# A value written with separators, such as a phone number (555-0195) or an address (10.0.4.17), is an
-# identifier to the support check, not a number; it answers "what's the number" all the same.
-_DIGIT_VALUE = re.compile(r"\+?\(?\d[\d\-.()/: ]*\d")
+def stated_values(sentence: str, question: str = "") -> list[str]:
+    """The values a sentence states, as written: numbers (with units), digit values the question did
+    not name (555-0195), and frequencies in words ("quarterly", "every shift") the question did not."""
+    terms = extract_terms(sentence)
+    named = {identifier.casefold() for identifier in extract_terms(question).identifiers}
+    # A value written with separators (555-0195) is an identifier to the support check, not a number;
+    # it answers "what's the number" all the same.
+    digit_values = [i for i in terms.identifiers if is_digit_value(i) and i.casefold() not in named]
+    asked = set(frequencies_in(question))
+    words = [w for value, w in frequencies_in(sentence).items() if value not in asked]
+    return [*(q.with_unit for q in terms.numbers), *digit_values, *words]
 
 
 def gives_value(sentence: str, question: str = "") -> bool:
-    """Whether the sentence states a value: a number, or a digit-led identifier the question did not name."""
+    """Whether the sentence states a value (see stated_values)."""
+    return bool(stated_values(sentence, question))
+
+
+def value_in_sources(sentence: str, question: str, sources: Sequence[str]) -> bool:
+    """Does a given source state a value this sentence states? The same number with the same unit (or
+    none), the same digit value, the same frequency ("every 3 months" is "quarterly")."""
     terms = extract_terms(sentence)
-    if terms.numbers:
-        return True
+    texts = [without_thousands(text) for text in sources]
+    for quantity in terms.numbers:
+        units: set[str | None] = set().union(*(numbers_in(text).get(quantity.value, set()) for text in texts))
+        if units and (quantity.unit is None or quantity.unit in units):
+            return True
     named = {identifier.casefold() for identifier in extract_terms(question).identifiers}
-    return any(
-        _DIGIT_VALUE.fullmatch(identifier) and identifier.casefold() not in named for identifier in terms.identifiers
+    for identifier in terms.identifiers:
+        given_value = is_digit_value(identifier) and identifier.casefold() not in named
+        if given_value and any(identifier_in(identifier, text) for text in texts):
+            return True
+    stated: set[str] = set().union(*(set(frequencies_in(text)) for text in texts))
+    asked = set(frequencies_in(question))
+    return any(value in stated and value not in asked for value in frequencies_in(sentence))
+
+
+def _states_given_value(detail: SentenceSupport, question: str, given: Sequence[str]) -> bool:
+    return (
+        detail.checked and gives_value(detail.sentence, question) and value_in_sources(detail.sentence, question, given)
     )
 
 
-def abstention_reason(question: str, support: SupportReport) -> str | None:
-    """Why the checked answer must be replaced by a refusal, or None when it may stand."""
-    supported = [detail for detail in support.details if detail.checked and detail.supported]
+def abstention_reason(question: str, support: SupportReport, given: Mapping[int, str] | None = None) -> str | None:
+    """Why the checked answer must be replaced by a refusal, or None when it may stand.
+
+    With the `given` sources (number -> text), a value question is answered by any sentence that states
+    a value one of them states; without them, only by a supported sentence that states a value."""
     asked = asked_quantity(question)
-    if asked and not any(gives_value(detail.sentence, question) for detail in supported):
-        return f"the question asks for a value ({asked!r}) and no supported sentence of the answer gives one"
-    return None
+    if not asked:
+        return None
+    if given is None:
+        if any(d.checked and d.supported and gives_value(d.sentence, question) for d in support.details):
+            return None
+    elif any(_states_given_value(detail, question, list(given.values())) for detail in support.details):
+        return None
+    return f"the question asks for a value ({asked!r}) and no sentence of the answer gives one that a source states"
+
+
+def _pieces(identifier: str) -> list[str]:
+    """An identifier cut where a reader sees parts: separators, digits against letters, camel humps."""
+    return re.findall(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|\d+|[^A-Za-z\d]", identifier)
+
+
+def is_sibling(asked: str, other: str) -> bool:
+    """Same shape, one part different: PS-2 for PS-3, sev2 for sev1, etcdHighCommitDurations for
+    etcdHighFsyncDurations (never the same identifier, never one with another number of parts)."""
+    a, b = _pieces(asked), _pieces(other)
+    if asked.casefold() == other.casefold() or len(a) != len(b) or len(a) < 2:
+        return False
+    differing = [(x, y) for x, y in zip(a, b, strict=True) if x.casefold() != y.casefold()]
+    return len(differing) == 1 and differing[0][0].isalnum() and differing[0][1].isalnum()
 
 
 def other_subject_reason(question: str, cited: Mapping[int, str], given: Mapping[int, str]) -> str | None:
-    """Why an answer citing `cited` (source number -> text) is about something other than the question
-    asks, among the `given` sources; None when it cites nothing or names what was asked."""
+    """Why an answer citing `cited` (source number -> its label line, then its text) is about a sibling
+    of what the question asks, among the `given` sources; None when it cites nothing, names what was
+    asked, or is not about a sibling of it.
+
+    A source is about what its label (title and section) names: a runbook that mentions sev1 in passing
+    is not about sev1, a station's SOP titled "Pump Station PS-2" is about PS-2."""
     if not cited:
         return None
-    elsewhere = [
-        identifier
-        for identifier in extract_terms(question).identifiers
-        if not any(identifier_in(identifier, text) for text in cited.values())
-        and any(identifier_in(identifier, text) for text in given.values())
-    ]
-    if not elsewhere:
+    subjects = sorted({i for text in cited.values() for i in extract_terms(text.split("\n", 1)[0]).identifiers})
+    siblings: list[tuple[str, str]] = []
+    for identifier in extract_terms(question).identifiers:
+        if any(identifier_in(identifier, text) for text in cited.values()):
+            continue
+        if not any(identifier_in(identifier, text) for text in given.values()):
+            continue
+        other = next((subject for subject in subjects if is_sibling(identifier, subject)), None)
+        if other is not None:
+            siblings.append((identifier, other))
+    if not siblings:
         return None
-    named = ", ".join(elsewhere)
-    return f"the question names {named}, which the sources the answer cites do not mention"
+    asked = ", ".join(asked for asked, _ in siblings)
+    instead = ", ".join(other for _, other in siblings)
+    return f"the question names {asked}, which the sources the answer cites do not mention: they are about {instead}"
+
+
+def refusal_reason(
+    question: str,
+    parsed: CitationReport,
+    sentences: Sequence[CitedSentence],
+    support: SupportReport,
+    labelled: Mapping[int, str],
+    given: Mapping[int, str] | None = None,
+) -> str | None:
+    """Why the checked answer must be replaced by a refusal, or None when it stands.
+
+    `parsed` is the answer as the model cited it, `sentences` its sentences with the citations the
+    checker added, `support` their check, `labelled` each given source's text with its label (the
+    title and section often carry the unit's name), `given` the texts the answer was checked against."""
+    if _MODEL_REFUSAL.search(parsed.text) and not parsed.cited:
+        return "the model found no answer in the sources"
+    reason = abstention_reason(question, support, given)
+    if reason is not None:
+        return reason
+    cited = sorted({n for sentence in sentences for n in sentence.cited})
+    return other_subject_reason(question, {n: labelled[n] for n in cited if n in labelled}, labelled)

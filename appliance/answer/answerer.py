@@ -1,4 +1,4 @@
-"""Ask: retrieve → (refuse without the LLM | prompt → stream the answer) → check every citation.
+"""Ask: retrieve → (refuse without the LLM | prompt → stream the answer) → the verdict (verdict.py).
 
 `Answerer.events()` is the one code path for the CLI and the API: it yields the evidence first
 (the SOP's own sentences, so an operator can read them while the model writes), then the answer
@@ -7,30 +7,26 @@ text as it is generated, then the finished `AnswerResult` with citations and the
 
 from __future__ import annotations
 
-import re
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal
 
-from appliance.answer.abstention import abstention_reason, other_subject_reason
-from appliance.answer.attribution import attribute_citations
-from appliance.answer.citations import parse_citations
+from appliance.answer.attribution import CorrectedCitation
 from appliance.answer.evidence_sentences import best_sentences
 from appliance.answer.followup import Standalone, Turn, standalone_question
 from appliance.answer.prompt import REFUSAL, SYSTEM_PROMPT, Prompt, Source, build_prompt
-from appliance.answer.support import check_support, extract_terms
+from appliance.answer.quotes import Quote
+from appliance.answer.verdict import judge_answer
 from appliance.config import Settings
-from appliance.index.catalog import ChunkRow
+from appliance.index.filters import NO_FILTERS, Filters
+from appliance.index.records import ChunkRecord, ChunkRow
+from appliance.models.calibration import support_calibrated
 from appliance.models.generation import ChatMessage, Generator, load_generator
-from appliance.retrieve.filters import NO_FILTERS, Filters
-from appliance.retrieve.search import Hit, Searcher
+from appliance.retrieve.search import Hit, Searcher, SearchResult
 
 # How many of the closest passages a refusal still lists, so the operator can look for himself.
 REFUSAL_CLOSEST = 3
-_MODEL_REFUSAL = re.compile(
-    r"(the )?(documents|sources)( provided)? do(es)? not (cover|answer|contain|mention|specify|state|say|give)", re.I
-)
 
 
 @dataclass(frozen=True)
@@ -41,16 +37,13 @@ class EvidenceSentence:
     score: float
 
 
-@dataclass(frozen=True)
-class EvidenceItem:
+@dataclass(frozen=True, kw_only=True)
+class EvidenceItem(ChunkRecord):
+    """A passage shown with an answer: `text` is the whole source given to the model (the best chunk's
+    window), `chunk_id` its best retrieved chunk."""
+
     n: int | None  # source number in the prompt; None for the closest passages of a refusal
-    chunk_id: str
-    path: str
-    title: str
-    section: str
-    page: int | None
     score: float
-    text: str
     sentences: list[EvidenceSentence]
     # The chunks whose joined text `text` is, in document order (the retrieved one and its window).
     chunk_ids: list[str] = field(default_factory=list)
@@ -84,6 +77,12 @@ class AnswerResult:
     removed_citations: list[int] = field(default_factory=list)
     # Sentences the model left uncited but that one source supports: [n] added by the checker.
     attributed_citations: list[int] = field(default_factory=list)
+    # Sentences cited to a source that does not hold them, cited to the given source that does:
+    # {"sentence", "cited" (the model's numbers), "corrected" (the numbers now in the answer)}.
+    corrected_citations: list[CorrectedCitation] = field(default_factory=list)
+    # The sources' own lines under the answer sentences that reword them or leave their key fact out:
+    # {"n", "text", "start", "end" (offsets in that source's evidence text), "why", "sentence"}.
+    quotes: list[Quote] = field(default_factory=list)
     prompt: dict[str, int] = field(default_factory=dict)
     generation: dict[str, Any] = field(default_factory=dict)
     # The model stopped at generator.max_tokens: the answer may lack its last steps (22% of the runbook
@@ -92,6 +91,9 @@ class AnswerResult:
     # What was searched and answered: `question` itself, or a follow-up made standalone (answer/followup.py).
     searched: str = ""
     rewrite: str = "none"  # the method that made `searched` ("none" for a first question)
+    # Misspelt words searched as the documents' words ({"question": searched, "corrections": [{typed,
+    # suggested}]}, retrieve/spelling.py); None when nothing was corrected.
+    did_you_mean: dict[str, Any] | None = None
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -108,17 +110,6 @@ class AnswerEvent:
     evidence: list[EvidenceItem] | None = None
     text: str | None = None
     result: AnswerResult | None = None
-
-
-def checked_text(source: Source) -> str:
-    """What an answer citing `source` is checked against: the passage, and the identifiers its label names.
-
-    The model reads the label too, so "as SOP-LAB-001 says [1]" is not unsupported when SOP-LAB-001 is in
-    the title. Only identifiers: with the label's words as well, a tune question the runbooks do not
-    answer (how many gitaly-ruby workers) got a grounded answer made of the title's words.
-    """
-    identifiers = extract_terms(source.label).identifiers
-    return f"{source.text}\n{' '.join(identifiers)}" if identifiers else source.text
 
 
 class Answerer:
@@ -160,7 +151,7 @@ class Answerer:
             max_turns=self.settings.followup.max_turns,
             generator=self.generator if method in ("model", "both") and history else None,
             system=SYSTEM_PROMPT,
-            known=self.searcher.index.catalog.knows_word,
+            known=self.searcher.catalog.knows_word,
             judge=self._judge,
         )
 
@@ -177,13 +168,16 @@ class Answerer:
         standalone = self.standalone(question, history)
         asked, question = question, standalone.question
         max_sources = k or self.settings.answer.max_sources
-        found = self.searcher.search(question, k=max(max_sources, REFUSAL_CLOSEST), filters=filters)
+        with self.searcher.index.reading():  # the hits and their rows from one committed state
+            found = self.searcher.search(question, k=max(max_sources, REFUSAL_CLOSEST), filters=filters)
+            rows = self._rows(found.hits)
+        # A misspelt word was searched as the documents write it: the sources and the prompt use that wording too.
+        question = found.searched
         timings = {"retrieve": found.timings_ms.get("total", 0.0) - found.timings_ms.get("rerank", 0.0)}
         if standalone.method != "none":
             timings["rewrite"] = standalone.ms
         if "rerank" in found.timings_ms:
             timings["rerank"] = found.timings_ms["rerank"]
-        rows = self._rows(found.hits)
 
         if not found.evidence.sufficient:
             closest = [
@@ -192,7 +186,7 @@ class Answerer:
             yield AnswerEvent("evidence", evidence=closest)
             timings["total"] = _ms(started)
             result = self._refusal(question, closest, timings, found.evidence.reason)
-            yield AnswerEvent("done", result=_as_asked(result, asked, standalone))
+            yield AnswerEvent("done", result=_as_asked(result, asked, standalone, found))
             return
 
         generator = self.generator
@@ -203,7 +197,7 @@ class Answerer:
             count_tokens=generator.count_tokens,
             budget_tokens=budget,
             max_sources=max_sources,
-            following=self.searcher.index.catalog.following_chunks,
+            following=self.searcher.catalog.following_chunks,
             window_chunks=self.settings.answer.window_chunks,
         )
         if not prompt.sources:
@@ -218,7 +212,7 @@ class Answerer:
                 "(settings answer.max_prompt_tokens, generator.n_ctx, generator.max_tokens)"
             )
             yield AnswerEvent(
-                "done", result=_as_asked(self._refusal(question, closest, timings, reason), asked, standalone)
+                "done", result=_as_asked(self._refusal(question, closest, timings, reason), asked, standalone, found)
             )
             return
         evidence = [
@@ -242,12 +236,12 @@ class Answerer:
         timings["first_token"] = first_token_ms if first_token_ms is not None else _ms(started)
         timings["total"] = _ms(started)
         result = self._checked(question, "".join(pieces), prompt, evidence, timings, stats)
-        yield AnswerEvent("done", result=_as_asked(result, asked, standalone))
+        yield AnswerEvent("done", result=_as_asked(result, asked, standalone, found))
 
     # --- helpers -----------------------------------------------------------------------------
 
     def _rows(self, hits: list[Hit]) -> dict[str, ChunkRow]:
-        return self.searcher.index.catalog.chunks_by_ids([hit.chunk_id for hit in hits])
+        return self.searcher.catalog.chunks_by_ids([hit.chunk_id for hit in hits])
 
     def _evidence_item(
         self,
@@ -260,19 +254,19 @@ class Answerer:
     ) -> EvidenceItem:
         passage = text if text is not None else row.text
         spans = best_sentences(question, passage, k=self.settings.answer.evidence_sentences)
-        files = self.searcher.index.catalog.document_files([row.document_path])
+        files = self.searcher.catalog.document_files([row.path])
         return EvidenceItem(
             n=n,
-            chunk_id=row.id,
-            path=row.document_path,
+            chunk_id=row.chunk_id,
+            path=row.path,
             title=row.title,
             section=row.section,
             page=row.page,
             score=hit.score if hit is not None else 0.0,
             text=passage,
             sentences=[EvidenceSentence(passage[s:e], s, e, round(score, 4)) for s, e, score in spans],
-            chunk_ids=[chunk.id for chunk in window] or [row.id],
-            document_id=files[row.document_path][0] if row.document_path in files else None,
+            chunk_ids=[chunk.chunk_id for chunk in window] or [row.chunk_id],
+            document_id=files[row.path][0] if row.path in files else None,
         )
 
     def _refusal(
@@ -301,27 +295,23 @@ class Answerer:
         timings: dict[str, float],
         stats: Any,
     ) -> AnswerResult:
-        report = parse_citations(raw_answer.strip(), len(prompt.sources))
+        # The semantic threshold is a cosine of the embedder it was chosen on: with another, lexical rules only.
+        embed = self.searcher.embedder.embed if support_calibrated(self.settings) else None
+        verdict = judge_answer(
+            question,
+            raw_answer,
+            prompt.sources,
+            embed=embed,
+            semantic_threshold=self.settings.support.semantic_threshold,
+        )
+        support, refused = verdict.support, verdict.refused
         by_number = {source.n: source for source in prompt.sources}
-        source_texts = {source.n: checked_text(source) for source in prompt.sources}
-        text, sentences, attributed = attribute_citations(report.text, report.sentences, source_texts)
-        support = check_support(sentences, source_texts, embed=self.searcher.embedder.embed, question=question)
-        if _MODEL_REFUSAL.search(report.text) and not report.cited:
-            refusal_reason: str | None = "the model found no answer in the sources"
-        else:
-            refusal_reason = abstention_reason(question, support)
-        cited = sorted({n for sentence in sentences for n in sentence.cited})
-        if refusal_reason is None:
-            # A source is read with its label: the title and section often carry the unit's name.
-            labelled = {source.n: source.block() for source in prompt.sources}
-            refusal_reason = other_subject_reason(question, {n: labelled[n] for n in cited if n in labelled}, labelled)
-        refused = refusal_reason is not None
         citations = []
-        for n in cited:
+        for n in verdict.cited:
             # A source may span several chunks: cite the one holding the words that rely on it.
-            chunk = by_number[n].chunk_for([sentence.text for sentence in sentences if n in sentence.cited])
-            document_id = next((item.document_id for item in evidence if item.path == chunk.document_path), None)
-            citations.append(Citation(n, chunk.id, chunk.document_path, chunk.section, chunk.page, document_id))
+            chunk = by_number[n].chunk_for([sentence.text for sentence in verdict.sentences if n in sentence.cited])
+            document_id = next((item.document_id for item in evidence if item.path == chunk.path), None)
+            citations.append(Citation(n, chunk.chunk_id, chunk.path, chunk.section, chunk.page, document_id))
         generation: dict[str, Any] = {}
         if stats is not None:
             generation = {
@@ -332,10 +322,13 @@ class Answerer:
                 "decode_ms": stats.decode_ms,
                 "queue_wait_ms": stats.queue_wait_ms,
                 "finish_reason": stats.finish_reason,
+                # draft-and-verify decoding (generator.draft): tokens proposed and those the model kept
+                "draft_tokens": stats.draft_tokens,
+                "accepted_tokens": stats.accepted_tokens,
             }
         return AnswerResult(
             question=question,
-            answer=REFUSAL if refused else text,
+            answer=REFUSAL if refused else verdict.text,
             refused=refused,
             grounded=False if refused else support.grounded,
             verified=False if refused else support.verified,
@@ -344,25 +337,28 @@ class Answerer:
             evidence=evidence,
             timings_ms=timings,
             model=self.generator.model_id,
-            refusal_reason=refusal_reason,
-            removed_citations=report.removed,
-            attributed_citations=[] if refused else attributed,
+            refusal_reason=verdict.refusal_reason,
+            removed_citations=verdict.removed,
+            attributed_citations=[] if refused else verdict.attributed,
+            corrected_citations=[] if refused else verdict.corrected,
+            quotes=[] if refused else verdict.quotes,
             prompt={"tokens": prompt.prompt_tokens, "sources": len(prompt.sources), "dropped": prompt.dropped},
             generation=generation,
             truncated=not refused and stats is not None and stats.finish_reason == "length",
         )
 
 
-def _as_asked(result: AnswerResult, asked: str, standalone: Standalone) -> AnswerResult:
+def _as_asked(result: AnswerResult, asked: str, standalone: Standalone, found: SearchResult) -> AnswerResult:
     """The result under the operator's own words, with what was searched beside them."""
     result.searched = result.question
     result.question = asked
     result.rewrite = standalone.method
+    result.did_you_mean = found.did_you_mean
     return result
 
 
 def _hit_of(hits: list[Hit], source: Source) -> Hit | None:
-    return next((hit for hit in hits if hit.chunk_id == source.chunk.id), None)
+    return next((hit for hit in hits if hit.chunk_id == source.chunk.chunk_id), None)
 
 
 def _ms(since: float) -> float:

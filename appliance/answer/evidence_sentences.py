@@ -14,8 +14,8 @@ from collections.abc import Callable
 
 import numpy as np
 
-from appliance.answer.citations import split_sentences
-from appliance.answer.support import extract_terms
+from appliance.text.sentences import split_sentences
+from appliance.text.terms import extract_terms
 
 IDENTIFIER_WEIGHT = 2.0
 NUMBER_WEIGHT = 1.5
@@ -24,7 +24,7 @@ EMBED_BLEND = 0.5  # share of the score given to the embedding cosine when embed
 Span = tuple[int, int, float]
 
 
-def _lexical_scores(question: str, sentences: list[str]) -> list[float]:
+def lexical_scores(question: str, sentences: list[str]) -> list[float]:
     wanted = extract_terms(question)
     weights: dict[tuple[str, str], float] = {("word", w): 1.0 for w in wanted.words}
     weights.update({("id", i.casefold()): IDENTIFIER_WEIGHT for i in wanted.identifiers})
@@ -62,7 +62,7 @@ def best_sentences(
         return []
     segments = [s for s in split_sentences(chunk_text) if s.kind != "heading"]  # a title is no evidence
     texts = [chunk_text[s.start : s.end] for s in segments]
-    lexical = _lexical_scores(question, texts)
+    lexical = lexical_scores(question, texts)
     scores = lexical
     if embed is not None and texts:
         cosines = _cosines(embed, question, texts)

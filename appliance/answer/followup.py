@@ -28,7 +28,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from appliance.models.generation import ChatMessage
-from appliance.retrieve.fts_query import STOPWORDS
+from appliance.text.stopwords import STOPWORDS
 
 RewriteMethod = Literal["none", "rule", "model", "both"]
 REWRITE_METHODS: tuple[RewriteMethod, ...] = ("none", "rule", "model", "both")

@@ -15,8 +15,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from appliance.answer.support import extract_terms
-from appliance.index.catalog import ChunkRow
+from appliance.index.records import ChunkRow
+from appliance.text.terms import extract_terms
 
 
 def section_tail(chunk: ChunkRow) -> str:
@@ -87,7 +87,7 @@ def windows_of(chosen: Sequence[tuple[int, ChunkRow]]) -> list[Window]:
     A rank < 0 marks a chunk that was added as a neighbour, not retrieved."""
     by_document: dict[str, list[tuple[int, ChunkRow]]] = {}
     for rank, chunk in chosen:
-        by_document.setdefault(chunk.document_path, []).append((rank, chunk))
+        by_document.setdefault(chunk.path, []).append((rank, chunk))
     ranked: list[tuple[int, Window]] = []
     for entries in by_document.values():
         entries.sort(key=lambda entry: entry[1].ord)

@@ -9,13 +9,13 @@ the best one may be shortened, at a sentence boundary, when even it alone is too
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
 from appliance.answer.passages import Window, chunk_holding, section_tail, windows_of
-from appliance.index.catalog import ChunkRow
+from appliance.index.records import ChunkRow
+from appliance.text.sentences import leading_sentences
 
 # Said without calling the model when retrieval finds no evidence. The model itself is NOT asked to
 # say it: measured on the demo questions, Qwen2.5-1.5B then declined 5 of 9 answerable questions with
@@ -37,8 +37,6 @@ from the sources, copied character for character in `backticks`.
 - At most five steps. Stop after the last step: no summary.
 - If the sources do not give what is asked, say which part they do not cover."""
 
-_SENTENCE_END = re.compile(r"(?<=[.!?])\s+(?=[A-Z0-9\"'(\[])|\n\s*\n")
-
 
 @dataclass(frozen=True)
 class Source:
@@ -57,12 +55,17 @@ class Source:
         return self.window.chunks
 
     @property
+    def heading(self) -> str:
+        """The document title and section of the window's first chunk, as the label shows them."""
+        first = self.window.first
+        return " › ".join(part for part in (first.title, section_tail(first)) if part)
+
+    @property
     def label(self) -> str:
         first = self.window.first
         pages = self.window.pages
         page = "" if not pages else f", p. {pages[0]}" if len(pages) == 1 else f", pp. {pages[0]}–{pages[-1]}"
-        heading = " › ".join(part for part in (first.title, section_tail(first)) if part)
-        return f"[{self.n}] {heading} ({first.document_path}{page})"
+        return f"[{self.n}] {self.heading} ({first.path}{page})"
 
     def block(self) -> str:
         return f"{self.label}\n{self.text.strip()}"
@@ -94,18 +97,6 @@ def user_message(question: str, sources: Sequence[Source]) -> str:
     # questions kept 14 hits (3 gained, 3 lost) but the median answer grew from 180 to 356 tokens.
     blocks = "\n\n".join(source.block() for source in sources)
     return f"Sources:\n\n{blocks}\n\nQuestion: {question.strip()}\nAnswer with citations:"
-
-
-def leading_sentences(text: str, fits: Callable[[str], bool]) -> str:
-    """The longest run of whole leading sentences of `text` that `fits`; '' when not even one does."""
-    ends = [m.start() for m in _SENTENCE_END.finditer(text)] + [len(text)]
-    best = ""
-    for end in ends:
-        candidate = text[:end].rstrip()
-        if not fits(candidate):
-            break
-        best = candidate
-    return best
 
 
 def _fits_alone(chunk: ChunkRow, room: int, count_tokens: Callable[[str], int]) -> Callable[[str], bool]:
@@ -151,7 +142,7 @@ def build_prompt(
         if cost([*chosen, entry]) > budget_tokens:
             return False
         chosen.append(entry)
-        included.add(entry[1].id)
+        included.add(entry[1].chunk_id)
         return True
 
     # Plain rank order. Taking the best document's retrieved chunks first, and letting a retrieved chunk
@@ -163,16 +154,16 @@ def build_prompt(
     # of tune prompts against 72% for windows. The phrase an answer needs (a threshold, a file name) is
     # often in a sentence that shares no word with the question.
     for rank, chunk in enumerate(candidates):
-        if chunk.id in included:
+        if chunk.chunk_id in included:
             # Already given as a neighbour: it now counts as retrieved, for ordering and citations.
-            chosen[:] = [(rank if c.id == chunk.id else r, c) for r, c in chosen]
+            chosen[:] = [(rank if c.chunk_id == chunk.chunk_id else r, c) for r, c in chosen]
             continue
         if not take((rank, chunk)):
             break
         if following is None or window_chunks <= 0:
             continue
         for neighbour in following(chunk, window_chunks):
-            if neighbour.id in included or not take((-1, neighbour)):
+            if neighbour.chunk_id in included or not take((-1, neighbour)):
                 break
 
     if chosen:
@@ -186,11 +177,11 @@ def build_prompt(
         used = fixed + sum(count_tokens(source.block()) + 2 for source in sources)
     else:
         sources, used = [], fixed
-    given = {chunk.id for source in sources for chunk in source.chunks}
+    given = {chunk.chunk_id for source in sources for chunk in source.chunks}
     return Prompt(
         system=SYSTEM_PROMPT,
         user=user_message(question, sources),
         sources=sources,
-        dropped=sum(1 for chunk in candidates if chunk.id not in given),
+        dropped=sum(1 for chunk in candidates if chunk.chunk_id not in given),
         prompt_tokens=used,
     )

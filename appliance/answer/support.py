@@ -10,8 +10,12 @@ citations.py), in this order:
    `code`, code block lines, "gitlab-ctl restart") must occur in a source line, <placeholders>
    matching anything. An invented number, tag or command is the most dangerous hallucination:
    no word overlap or similarity outweighs it;
+   A code block is judged by its lines alone (the numbers and names inside a command line that a
+   source holds are that source's). A frequency in words ("quarterly", "twice a year", "every
+   shift") is a value like a number: "monthly" where the source says "quarterly" is unsupported;
 3. a sentence that matches a source sentence but flips its negation ("Do not increase plant
-   flow" answered as "Increase plant flow") is unsupported;
+   flow" answered as "Increase plant flow") or swaps a word for its opposite ("Open VLV-1" where
+   the source says "Close VLV-1", start/stop, enable/disable, increase/decrease...) is unsupported;
 4. supported when at least `lexical_threshold` of its content words (lowercase, stopwords out,
    light suffix stemming, a few operator synonyms such as shut/close; its identifiers and numbers
    count as words found) occur in the cited sources, within WINDOW consecutive sentences of each:
@@ -19,6 +23,12 @@ citations.py), in this order:
 5. else, when an `embed` function is given, supported when its cosine with the best sentence of
    a cited source is at least `semantic_threshold`;
 6. else unsupported.
+
+With `reword_floor` (the answerer's setting), a sentence that fails 4 and 5 but holds more than
+that share of its words in one cited source, with every identifier, number, frequency and command
+of it there and no flipped negation or opposite, is a *rewording*: not unsupported (no warning),
+marked `reworded`, and the answerer quotes the source's own line under it (quotes.py). Without it
+(the default of `check_support`) such a sentence is unsupported, as before.
 
 Sentences with fewer than three content words and no identifier or number ("Here are the
 steps:", "In summary:"), lines that introduce what follows (ending in ":"), lines that end in ":"
@@ -34,284 +44,67 @@ in the cited source, invented claims built from the source's own vocabulary 17-6
 LEXICAL_THRESHOLD = 0.7. With all-MiniLM-L6-v2, rewordings that fail the lexical test score
 cosine 0.79-0.84 against their source sentence, but so does a one-word substitution ("raw water
 main" for "high-lift header": 0.84). SEMANTIC_THRESHOLD = 0.85 therefore lets only near
-restatements through: an "unsupported" that is a rewording is the safer error.
+restatements through: an "unsupported" that is a rewording is the safer error. It is a cosine of
+all-MiniLM-L6-v2: with another embedder the answerer gives no `embed` (models/calibration.py).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
-from decimal import Decimal, InvalidOperation
-from functools import lru_cache
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from appliance.answer.citations import CitedSentence, code_regions, split_sentences
-from appliance.ingest.identifiers import is_identifier
-from appliance.retrieve.fts_query import STOPWORDS
+from appliance.answer.citations import CitedSentence
+from appliance.config import SUPPORT_SEMANTIC_THRESHOLD
+from appliance.text.frequencies import frequencies_in
+from appliance.text.identifiers import identifier_in
+from appliance.text.negation import negated_words
+from appliance.text.quantities import numbers_in, without_thousands
+from appliance.text.sentences import code_regions, split_sentences
+from appliance.text.stems import stem
+from appliance.text.stopwords import CLAIM_STOPWORDS
+from appliance.text.terms import Terms, all_stems, extract_terms
 
 LEXICAL_THRESHOLD = 0.7
-SEMANTIC_THRESHOLD = 0.85
+SEMANTIC_THRESHOLD = SUPPORT_SEMANTIC_THRESHOLD  # the setting support.semantic_threshold, for all-MiniLM-L6-v2
+# More than half of its words in one source, and nothing in it that the source contradicts: a rewording.
+REWORD_FLOOR = 0.5
 MIN_CONTENT_WORDS = 3
 NEGATION_MATCH = 0.5  # a source sentence holding this share of the words states the same thing
+WINDOW = 3  # source sentences a supported claim may draw its words from
 
 Embed = Callable[[list[str]], np.ndarray]
 
-# Words that carry no claim: the retrieval stopwords, modals, sequencing and the LLM's own
-# talk about its sources ("according to source 2").
-_EXTRA_STOPWORDS_TEXT = """also must may might shall need needs prior following followed first next finally then
-    step steps according source sources document documents documented procedure sop states stated says said
-    mentioned described provided context information answer question however therefore thus additionally
-    within without yes make sure per via etc eg ie one"""
-_EXTRA_STOPWORDS = frozenset(_EXTRA_STOPWORDS_TEXT.split())
-NEGATIONS = re.compile(r"\b(?:not|no|never|cannot|nor|neither|none)\b|n't\b", re.IGNORECASE)
-_CONDITIONAL = re.compile(r"\b(?:until|unless|before|without|except|only)\b", re.IGNORECASE)
-# Comparatives that hold "no"/"not" without negating anything.
-_NOT_NEGATION = re.compile(r"\b(?:no|not)\s+(?:more|less|later|earlier|fewer|greater|sooner)\s+than\b", re.IGNORECASE)
-
-# Synonyms operators use interchangeably, mapped onto one stem. Kept small on purpose: each
-# entry widens what counts as support.
-_SYNONYMS = {
-    "shut": "close",
-    "begin": "start",
-    "commence": "start",
-    "initiate": "start",
-    "halt": "stop",
-    "cease": "stop",
-    "confirm": "verify",
-    "ensure": "verify",
-    "check": "verify",
-    "inform": "notify",
-    "contact": "notify",
-    "raise": "increase",
-    "reduce": "decrease",
-    "lower": "decrease",
-    "log": "record",
-}
-_NUMBER_WORDS_TEXT = "zero one two three four five six seven eight nine ten eleven twelve"
-_NUMBER_WORDS = {w: str(i) for i, w in enumerate(_NUMBER_WORDS_TEXT.split())}
-# Units after a number, aliases folded: "15 minutes" and "15 min" agree, "72 psi" and "72 kPa" do not.
-_UNIT_GROUPS = {
-    "s": "s sec secs second seconds",
-    "min": "min mins minute minutes",
-    "h": "h hr hrs hour hours",
-    "d": "day days",
-    "wk": "week weeks wk",
-    "ms": "ms millisecond milliseconds",
-    "psi": "psi psig",
-    "kpa": "kpa",
-    "bar": "bar",
-    "mpa": "mpa",
-    "mg/l": "mg/l",
-    "ppm": "ppm",
-    "ppb": "ppb",
-    "ntu": "ntu",
-    "mgd": "mgd",
-    "gpm": "gpm",
-    "l/s": "l/s lps",
-    "%": "% percent",
-    "°c": "°c degc",
-    "°f": "°f degf",
-    "ft": "ft feet foot",
-    "m": "m meter meters metre metres",
-    "mm": "mm",
-    "cm": "cm",
-    "km": "km",
-    "gal": "gal gallon gallons",
-    "l": "l liter liters litre litres",
-    "ml": "ml",
-    "kg": "kg",
-    "lb": "lb lbs pound pounds",
-    "v": "v volt volts",
-    "kv": "kv",
-    "a": "amp amps ampere amperes",
-    "ma": "ma",
-    "kw": "kw",
-    "mw": "mw",
-    "kva": "kva",
-    "hz": "hz",
-    "rpm": "rpm",
-    "gb": "gb gib",
-    "mb": "mb mib",
-    "kb": "kb kib",
-    "tb": "tb tib",
-}
-UNITS = {alias: unit for unit, aliases in _UNIT_GROUPS.items() for alias in aliases.split()}
-
-_THOUSANDS = re.compile(r"(?<=\d),(?=\d{3}(?!\d))")
-_CANDIDATE = re.compile(r"[A-Za-z0-9](?:[A-Za-z0-9_.:/-]*[A-Za-z0-9])?%?")
-_PLAIN_NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_NUMBER_WITH_UNIT = re.compile(r"(\d+(?:\.\d+)?)-?([A-Za-z%°][A-Za-z/°]*)")  # 72psi, 15-minute
-_WORD = re.compile(r"[^\W\d_]+")
-# One or two words after a number, the unit being either: "72 psi", "60-second", "5 working days".
-_UNIT_WORD = r"(%|°\s?[CFcf]\b|[A-Za-z°]+(?:/[A-Za-z]+)?)"
-_UNIT_AFTER = re.compile(rf"(?:[ \t]*\n)?[ \t]*-?[ \t]*{_UNIT_WORD}(?:\s+{_UNIT_WORD})?")
-# A number in a source: not the tail of a tag (F-011, AIT301), an address or a decimal.
-_SOURCE_NUMBER = re.compile(r"(?<![A-Za-z0-9.])(?<![A-Za-z][-_])(\d+(?:\.\d+)?)(?!\d)(?!\.\d)")
-_NUMBER_WORD = re.compile(r"\b(" + "|".join(_NUMBER_WORDS) + r")\b", re.IGNORECASE)
-WINDOW = 3  # source sentences a supported claim may draw its words from
-
-
-# --- words ---------------------------------------------------------------------------------------
-
-
-def _undouble(stem: str) -> str:
-    if len(stem) > 2 and stem[-1] == stem[-2] and stem[-1] not in "lsz":
-        return stem[:-1]
-    return stem
-
-
-def _stem_raw(word: str) -> str:
-    w = word.lower()
-    if len(w) <= 3:
-        return w
-    if w.endswith("ies") and len(w) > 4:
-        w = w[:-3] + "i"
-    elif w.endswith("sses"):
-        w = w[:-2]
-    elif w.endswith("ing") and len(w) > 4 and re.search(r"[aeiouy]", w[:-3]):
-        w = _undouble(w[:-3])
-    elif w.endswith("ed") and len(w) > 3 and re.search(r"[aeiouy]", w[:-2]):
-        w = _undouble(w[:-2])
-    elif w.endswith("es") and len(w) > 4 and (w[-3] in "sxz" or w[-4:-2] in ("ch", "sh")):
-        w = w[:-2]
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    if len(w) > 3 and w[-1] == "e":
-        w = w[:-1]
-    elif len(w) > 3 and w[-1] == "y":
-        w = w[:-1] + "i"
-    return w
-
-
-_SYNONYM_STEMS = {_stem_raw(word): _stem_raw(target) for word, target in _SYNONYMS.items()}
-_STOP = STOPWORDS | _EXTRA_STOPWORDS
-
-
-@lru_cache(maxsize=65536)
-def stem(word: str) -> str:
-    """Porter-lite: plural, -ing, -ed and a final -e/-y folded, so close/closes/closed/closing agree;
-    synonyms fold onto one stem and number words onto digits ("two" -> "2")."""
-    lowered = word.lower()
-    if lowered in _NUMBER_WORDS:
-        return _NUMBER_WORDS[lowered]
-    raw = _stem_raw(lowered)
-    return _SYNONYM_STEMS.get(raw, raw)
-
-
-def _canonical_number(token: str) -> str:
-    try:
-        value = Decimal(token)
-    except InvalidOperation:
-        return token
-    text = format(value.normalize(), "f")
-    return text if "." not in text else text.rstrip("0").rstrip(".")
-
-
-def _unit(word: str | None) -> str | None:
-    if not word:
-        return None
-    folded = word.lower().replace(" ", "")
-    if folded in UNITS:
-        return UNITS[folded]
-    return UNITS.get(folded.split("/")[0]) if "/" in folded else None  # "gpm/sq ft" is gpm
-
-
-def _unit_after(text: str, end: int) -> tuple[str | None, int]:
-    """The folded unit in the word or two after a number ending at `end`, and where it ends."""
-    match = _UNIT_AFTER.match(text, end)
-    if not match:
-        return None, end
-    if unit := _unit(match.group(1)):
-        return unit, match.end(1)
-    if match.group(1).isalpha() and (unit := _unit(match.group(2))):
-        return unit, match.end(2)
-    return None, end
-
-
-def _is_checked_identifier(token: str) -> bool:
-    """Tags, commands, versions, paths. "and/or", "mg/L" and "kPa" are words, not identifiers."""
-    if not is_identifier(token) or token.lower() in UNITS:
-        return False
-    return re.fullmatch(r"[A-Za-z]+/[A-Za-z]+", token) is None
-
-
-@dataclass(frozen=True)
-class Quantity:
-    written: str  # the number as written: "72", "0.50"
-    value: str  # canonical: "0.50" and "0.5" agree, "1,000" and "1000" too
-    unit: str | None  # folded unit after it, None when there is none
-    with_unit: str  # as written with its unit: "72 psi"
-
-
-@dataclass(frozen=True)
-class Terms:
-    """What a sentence claims, as the checker sees it."""
-
-    words: tuple[str, ...]  # content-word stems, distinct, in order
-    identifiers: tuple[str, ...]  # as written
-    numbers: tuple[Quantity, ...]
-
-
-def extract_terms(text: str) -> Terms:
-    """Content-word stems, identifiers and numbers (with units) of a sentence."""
-    text = _THOUSANDS.sub("", text)
-    identifiers: dict[str, None] = {}
-    numbers: dict[Quantity, None] = {}
-    blanked = list(text)
-    for match in _CANDIDATE.finditer(text):
-        token = match.group().rstrip("%")
-        end = match.start() + len(token)
-        with_unit = _NUMBER_WITH_UNIT.fullmatch(token)
-        if _PLAIN_NUMBER.fullmatch(token):
-            unit, unit_end = _unit_after(text, end)
-            quantity = Quantity(token, _canonical_number(token), unit, text[match.start() : unit_end])
-            numbers.setdefault(quantity, None)
-        elif with_unit and (unit := _unit(with_unit.group(2))):  # "72psi", "15-minute", "24h"
-            number = with_unit.group(1)
-            numbers.setdefault(Quantity(number, _canonical_number(number), unit, token), None)
-        elif _is_checked_identifier(token):
-            identifiers.setdefault(token, None)
-        else:
-            continue
-        blanked[match.start() : end] = " " * (end - match.start())
-    words = [w.lower() for w in _WORD.findall("".join(blanked))]
-    stems = [stem(w) for w in words if len(w) > 1 and w not in _STOP and w not in UNITS]
-    return Terms(tuple(dict.fromkeys(stems)), tuple(identifiers), tuple(numbers))
-
-
-def negated_words(text: str) -> set[str]:
-    """Stems of the content words a negation applies to: "Do not increase the flow" -> {"increas"}."""
-    text = _NOT_NEGATION.sub(" ", text)
-    scopes = set()
-    for match in NEGATIONS.finditer(text):
-        clause = re.split(r"[.;:!?]", text[match.end() : match.end() + 80])[0]
-        if _CONDITIONAL.search(clause):
-            continue  # "do not return it until approved" restates "approve its return": no polarity to compare
-        following = _WORD.findall(clause)[:3]
-        content = [w for w in following if len(w) > 1 and w.lower() not in _STOP and w.lower() not in UNITS]
-        if content:
-            scopes.add(stem(content[0]))
-    return scopes
+# Words whose swap reverses an instruction as surely as a "not" does. Compared as stems, so the
+# synonyms of stems.py come along (shut is close, raise is increase, reduce and lower are decrease).
+_OPPOSITE_PAIRS = (
+    ("open", "close"),
+    ("start", "stop"),
+    ("enable", "disable"),
+    ("increase", "decrease"),
+    ("high", "low"),
+    ("minimum", "maximum"),
+    ("add", "remove"),
+    ("allow", "deny"),
+    ("true", "false"),
+    ("inlet", "outlet"),
+    ("lead", "lag"),
+    ("primary", "secondary"),
+    ("manual", "automatic"),
+    ("online", "offline"),
+    ("lock", "unlock"),
+    ("install", "uninstall"),
+    ("connect", "disconnect"),
+    ("attach", "detach"),
+    ("mount", "unmount"),
+)
+OPPOSITES = {stem(a): stem(b) for a, b in _OPPOSITE_PAIRS} | {stem(b): stem(a) for a, b in _OPPOSITE_PAIRS}
 
 
 # --- sources ---------------------------------------------------------------------------------------
-
-
-def _source_numbers(text: str) -> dict[str, set[str | None]]:
-    found: dict[str, set[str | None]] = {}
-    for match in _SOURCE_NUMBER.finditer(text):
-        found.setdefault(_canonical_number(match.group(1)), set()).add(_unit_after(text, match.end())[0])
-    for match in _NUMBER_WORD.finditer(text):
-        found.setdefault(_NUMBER_WORDS[match.group(1).lower()], set()).add(_unit_after(text, match.end())[0])
-    return found
-
-
-def _all_stems(text: str) -> set[str]:
-    """Every word stem of a source text, and its numbers (so "two" in an answer finds "2")."""
-    return {stem(w) for w in _WORD.findall(text) if len(w) > 1} | set(_source_numbers(text))
 
 
 @dataclass
@@ -319,6 +112,7 @@ class _Source:
     number: int
     text: str  # thousands separators removed
     numbers: dict[str, set[str | None]]  # canonical number -> units seen with it
+    frequencies: set[str]  # canonical rates ("quarterly" and "every 3 months" alike)
     sentences: list[str]
     sentence_stems: list[set[str]]
     windows: list[set[str]]  # stems of each run of WINDOW consecutive sentences
@@ -337,24 +131,28 @@ def _subcommands(text: str) -> dict[str, set[str]]:
     return found
 
 
+# A Markdown link's target: "[`terraform import`](https://…)" shows the command, not the address.
+_LINK_TARGET = re.compile(r"\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*\)")
+
+
 def _prepare(number: int, raw: str) -> _Source:
-    text = _THOUSANDS.sub("", raw)
+    text = without_thousands(raw)
     sentences = [text[s.start : s.end] for s in split_sentences(text)]
-    stems = [_all_stems(s) for s in sentences]
+    stems = [all_stems(s) for s in sentences]
     windows = [set().union(*stems[i : i + WINDOW]) for i in range(max(1, len(stems) - WINDOW + 1))] if stems else []
-    code_lines = [tokens for line in text.split("\n") if (tokens := _code_tokens(line))]
-    return _Source(number, text, _source_numbers(text), sentences, stems, windows, code_lines, _subcommands(text))
-
-
-def identifier_in(identifier: str, text: str) -> bool:
-    """Whole-token occurrence: VLV-3042 is not in VLV-3042-B, gitlab.rb is in /etc/gitlab/gitlab.rb."""
-    pattern = rf"(?<![A-Za-z0-9])(?<![A-Za-z0-9][-_.]){re.escape(identifier)}(?![A-Za-z0-9])(?![-_.][A-Za-z0-9])"
-    if re.search(pattern, text, re.IGNORECASE):
-        return True
-    if re.fullmatch(r"[A-Za-z]+(?:-[A-Za-z]+)+", identifier):  # follow-up: "follow up", "followup"
-        spaced = r"\b" + r"[\s-]?".join(map(re.escape, identifier.split("-"))) + r"\b"
-        return re.search(spaced, text, re.IGNORECASE) is not None
-    return False
+    lines = _LINK_TARGET.sub("] ", text).split("\n")
+    code_lines = [tokens for line in lines if (tokens := _code_tokens(line))]
+    return _Source(
+        number,
+        text,
+        numbers_in(text),
+        set(frequencies_in(text)),
+        sentences,
+        stems,
+        windows,
+        code_lines,
+        _subcommands(text),
+    )
 
 
 # --- checking ----------------------------------------------------------------------------------------
@@ -370,6 +168,7 @@ class SentenceSupport:
     coverage: float | None = None  # share of content words found in the cited sources
     similarity: float | None = None  # best cosine with a cited source sentence, when embed was given
     missing: tuple[str, ...] = ()  # identifiers, numbers and code absent from the cited sources
+    reworded: bool = False  # supported as a rewording (REWORD_FLOOR): its source's line is quoted under it
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -381,7 +180,14 @@ class SentenceSupport:
             "coverage": self.coverage,
             "similarity": self.similarity,
             "missing": list(self.missing),
+            "reworded": self.reworded,
         }
+
+    @property
+    def contradicted(self) -> bool:
+        """Unsupported for what no rewording excuses: a missing identifier, number or command, a flipped
+        negation or opposite, a source not given (not for too few words, nor for citing nothing)."""
+        return self.checked and not self.supported and not self.reason.startswith(("only ", "cites nothing"))
 
 
 @dataclass(frozen=True)
@@ -406,11 +212,34 @@ def _sources_label(numbers: Iterable[int]) -> str:
     return f"{label} [{', '.join(map(str, numbers))}]"
 
 
-def _missing(terms: Terms, sources: Sequence[_Source]) -> list[tuple[str, str]]:
-    """(term, reason) for each identifier or number the cited sources do not hold."""
+def _is_word_compound(identifier: str) -> bool:
+    """ "Redis-specific", "Auto-scaling": a capitalised word joined to lower-case words is English
+    compounding, not a tag (tags have capitals or digits further on; commands are lower case)."""
+    return re.fullmatch(r"[A-Z][a-z]+(?:-[a-z]+)+", identifier) is not None
+
+
+def _acronym_plural_in(identifier: str, sources: Sequence[_Source]) -> bool:
+    """ "IDs", "VMs", "PVCs": the plural of an acronym the sources write in the singular."""
+    if re.fullmatch(r"[A-Z]{2,}s", identifier) is None:
+        return False
+    return any(identifier_in(identifier[:-1], s.text) for s in sources)
+
+
+def _claim_terms(terms: Terms) -> Terms:
+    """The terms a claim is held to: word compounds count as their words, not as identifiers."""
+    compounds = [i for i in terms.identifiers if _is_word_compound(i)]
+    if not compounds:
+        return terms
+    pieces = [stem(piece) for compound in compounds for piece in compound.lower().split("-")]
+    words = tuple(dict.fromkeys([*terms.words, *(p for p in pieces if p not in CLAIM_STOPWORDS)]))
+    return Terms(words, tuple(i for i in terms.identifiers if i not in compounds), terms.numbers)
+
+
+def _missing(terms: Terms, sentence: str, sources: Sequence[_Source]) -> list[tuple[str, str]]:
+    """(term, reason) for each identifier, number or frequency the cited sources do not hold."""
     missing: list[tuple[str, str]] = []
     for identifier in terms.identifiers:
-        if not any(identifier_in(identifier, s.text) for s in sources):
+        if not any(identifier_in(identifier, s.text) for s in sources) and not _acronym_plural_in(identifier, sources):
             missing.append((identifier, f"identifier {identifier} not in the cited sources"))
     for quantity in terms.numbers:
         units: set[str | None] = set().union(*(s.numbers.get(quantity.value, set()) for s in sources))
@@ -419,6 +248,10 @@ def _missing(terms: Terms, sources: Sequence[_Source]) -> list[tuple[str, str]]:
         elif quantity.unit is not None and quantity.unit not in units:
             # The number is there, but not with this unit: 72 kPa is not 72 psi, a list's "2." is not 2 MGD.
             missing.append((quantity.with_unit, f"quantity {quantity.with_unit} not in the cited sources"))
+    stated = set().union(*(s.frequencies for s in sources))
+    for value, words in frequencies_in(sentence).items():
+        if value not in stated:
+            missing.append((words, f"frequency {words!r} not in the cited sources"))
     return missing
 
 
@@ -443,30 +276,39 @@ def _code_tokens(line: str) -> list[str]:
     return tokens
 
 
-def _token_matches(answer: str, source: str) -> bool:
-    return answer == source or _PLACEHOLDER.fullmatch(source) is not None
+def _token_matches(answer: str, source: str, fillers: frozenset[str]) -> bool:
+    """The same token, or a source <placeholder> filled with a placeholder or with a value the question
+    or a given source holds: a name invented to fill it (a configmap no source names) is not the source's."""
+    if answer == source:
+        return True
+    filled = _PLACEHOLDER.fullmatch(answer) is not None or answer in fillers
+    return filled and _PLACEHOLDER.fullmatch(source) is not None
 
 
-def _code_in(code: str, source_lines: Sequence[list[str]]) -> bool:
-    """Does a command occur in a source line, whitespace aside and <placeholders> matching anything?"""
+def _code_in(code: str, source_lines: Sequence[list[str]], fillers: frozenset[str] = frozenset()) -> bool:
+    """Does a command occur in a source line, whitespace aside and <placeholders> filled from `fillers`?"""
     wanted = _code_tokens(code)
     if not wanted:
         return True
     for tokens in source_lines:
         for start in range(len(tokens) - len(wanted) + 1):
-            if all(_token_matches(a, b) for a, b in zip(wanted, tokens[start : start + len(wanted)], strict=False)):
+            window = tokens[start : start + len(wanted)]
+            if all(_token_matches(a, b, fillers) for a, b in zip(wanted, window, strict=False)):
                 return True
     return False
 
 
-def _quoted_in(code: str, lines: Sequence[list[str]], sources: Sequence[_Source]) -> bool:
+def _quoted_in(code: str, lines: Sequence[list[str]], sources: Sequence[_Source], fillers: frozenset[str]) -> bool:
     tokens = _code_tokens(code)
     if len(tokens) == 1:  # a name or path: `gitlab.rb` is in /etc/gitlab/gitlab.rb
-        return any(identifier_in(code.strip(_TOKEN_TRIM + " "), s.text) for s in sources) or _code_in(code, lines)
-    return _code_in(code, lines)
+        named = any(identifier_in(code.strip(_TOKEN_TRIM + " "), s.text) for s in sources)
+        return named or _code_in(code, lines, fillers)
+    return _code_in(code, lines, fillers)
 
 
-def _code_missing(sentence: CitedSentence, sources: Sequence[_Source]) -> list[tuple[str, str]]:
+def _code_missing(
+    sentence: CitedSentence, sources: Sequence[_Source], fillers: frozenset[str] = frozenset()
+) -> list[tuple[str, str]]:
     """Commands the sentence quotes (inline `code`, code block lines, "gitlab-ctl restart") that no
     cited source holds: a wrong subcommand is as dangerous as a wrong number."""
     lines = [tokens for s in sources for tokens in s.code_lines]
@@ -477,13 +319,13 @@ def _code_missing(sentence: CitedSentence, sources: Sequence[_Source]) -> list[t
     missing = [
         (code, f"code `{code.strip()}` not in the cited sources")
         for code in quoted
-        if not _quoted_in(code, lines, sources)
+        if not _quoted_in(code, lines, sources, fillers)
     ]
     if sentence.kind == "code":
         return missing
     prose = _INLINE_CODE.sub(" ", sentence.text)
     for command, word in _COMMAND.findall(prose):
-        if word in _STOP or word in _NOT_SUBCOMMANDS:
+        if word in CLAIM_STOPWORDS or word in _NOT_SUBCOMMANDS:
             continue
         known = {w for s in sources for w in s.subcommands.get(command.casefold(), ())}
         if known and word.casefold() not in known:
@@ -513,93 +355,186 @@ def _is_connective(sentence: CitedSentence, terms: Terms, asked: Terms | None = 
         return True  # the model naming its source ("Cite: AuditLogError › Meaning"): no claim
     if len(terms.words) >= MIN_CONTENT_WORDS:
         return False
-    has_specifics = bool(terms.identifiers or terms.numbers)
+    has_specifics = bool(terms.identifiers or terms.numbers or frequencies_in(sentence.text))
     return not has_specifics or (sentence.text.rstrip().endswith(":") and sentence.kind != "code")
 
 
-def _coverage(terms: Terms, sources: Sequence[_Source], missing: int = 0) -> float:
-    """Share of the content words found in the best window of each cited source (together), its
-    identifiers and numbers counting as words found unless `missing`."""
+def _coverage(terms: Terms, sources: Sequence[_Source], missing: int = 0, known: Iterable[str] = ()) -> float:
+    """Share of the content words found in the best window of each cited source (together) or among
+    `known` stems, its identifiers and numbers counting as words found unless `missing`."""
     words = set(terms.words)
     specifics = len(terms.identifiers) + len(terms.numbers)
     if not words and not specifics:
         return 1.0
-    found: set[str] = set()
+    found: set[str] = words & set(known)
     for source in sources:
         if source.windows:
             found |= max(source.windows, key=lambda window: len(words & window)) & words
     return (len(found) + specifics - missing) / (len(words) + specifics)
 
 
-def _flipped_negation(sentence: str, terms: Terms, sources: Sequence[_Source]) -> bool:
-    """Does the sentence assert what its best-matching source sentence negates, or the reverse?"""
+def _contradiction(sentence: str, terms: Terms, sources: Sequence[_Source]) -> str | None:
+    """Does the sentence assert what its best-matching source sentence negates (or the reverse), or swap
+    one of its words for the opposite? The kind of contradiction, else None. Sentences that match equally
+    well are all compared: "You may reuse the lead gasket" matches "Fit a new lead gasket at
+    every connection" and "Never reuse a gasket" alike."""
     words = set(terms.words)
-    best_score, best = 0.0, None
-    for source in sources:
-        for text, stems in zip(source.sentences, source.sentence_stems, strict=True):
-            score = len(words & stems) / len(words) if words else 0.0
-            if score > best_score:
-                best_score, best = score, (text, stems)
-    if best is None or best_score < NEGATION_MATCH:
-        return False
-    source_text, source_stems = best
-    in_source, in_answer = negated_words(source_text), negated_words(sentence)
-    asserts_negated = any(w in words and w not in in_answer for w in in_source)
-    negates_asserted = any(w in source_stems and w not in in_source for w in in_answer)
-    return asserts_negated or negates_asserted
+    scored = [
+        (len(words & stems) / len(words), text, stems)
+        for source in sources
+        for text, stems in zip(source.sentences, source.sentence_stems, strict=True)
+        if words
+    ]
+    best = max((score for score, _, _ in scored), default=0.0)
+    if best < NEGATION_MATCH:
+        return None
+    in_answer = negated_words(sentence)
+    swapped: list[str] = []
+    for score, text, stems in scored:
+        if score < best:
+            continue
+        in_source = negated_words(text)
+        asserts_negated = any(w in words and w not in in_answer for w in in_source)
+        negates_asserted = any(w in stems and w not in in_source for w in in_answer)
+        if asserts_negated or negates_asserted:
+            return "negation"
+        swapped += [w for w in words if w not in stems and OPPOSITES.get(w) in stems - words]
+    return f"opposite ({swapped[0]} for {OPPOSITES[swapped[0]]})" if swapped else None
 
 
-def _similarities(
-    embed: Embed, pending: Sequence[tuple[int, CitedSentence]], prepared: Mapping[int, _Source]
-) -> dict[int, float]:
-    """Best cosine of each pending sentence with a sentence of its cited sources: one embed call."""
-    numbers = sorted({n for _, s in pending for n in s.cited if n in prepared})
-    source_texts = [(n, t) for n in numbers for t in prepared[n].sentences]
-    if not source_texts:
-        return {}
-    texts = [s.text for _, s in pending] + [t for _, t in source_texts]
+def _vectors(embed: Embed, texts: list[str]) -> np.ndarray:
     vectors = np.asarray(embed(texts), dtype=np.float64)
     norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-    vectors = vectors / np.where(norms == 0, 1.0, norms)
-    answer_vectors, source_vectors = vectors[: len(pending)], vectors[len(pending) :]
-    owners = np.array([n for n, _ in source_texts])
-    best: dict[int, float] = {}
-    for row, (index, sentence) in enumerate(pending):
-        mask = np.isin(owners, sorted(sentence.cited))
-        if mask.any():
-            best[index] = float((source_vectors[mask] @ answer_vectors[row]).max())
-    return best
+    return vectors / np.where(norms == 0, 1.0, norms)
 
 
-def _judge_lexically(
-    sentence: CitedSentence, terms: Terms, cited: Sequence[_Source], lexical_threshold: float
-) -> tuple[SentenceSupport, bool]:
-    """The verdict without embeddings, and whether similarity may still overturn it: only low word
-    overlap can be made good by meaning; a missing number, a command or a flipped negation cannot."""
-    numbers = tuple(sorted(sentence.cited))
-    if not sentence.cited:
-        return SentenceSupport(sentence.text, numbers, True, False, "cites nothing"), False
-    if not cited:
-        reason = f"cites {_sources_label(numbers)}, not among the sources given"
-        return SentenceSupport(sentence.text, numbers, True, False, reason), False
-    missing = _missing(terms, cited)
-    coverage = _coverage(terms, cited, len(missing))
-    missing += _code_missing(sentence, cited)
-    if missing:
-        reason = "; ".join(r for _, r in missing)
-        terms_missing = tuple(t for t, _ in missing)
-        return SentenceSupport(sentence.text, numbers, True, False, reason, coverage, None, terms_missing), False
-    if sentence.kind == "code":
-        reason = f"every command line is in {_sources_label(numbers)}"
-        return SentenceSupport(sentence.text, numbers, True, True, reason, coverage), False
-    if _flipped_negation(sentence.text, terms, cited):
-        reason = f"contradicts a negation in {_sources_label(numbers)}"
-        return SentenceSupport(sentence.text, numbers, True, False, reason, coverage), False
-    if coverage >= lexical_threshold:
-        reason = f"{coverage:.0%} of its words are in {_sources_label(numbers)}"
-        return SentenceSupport(sentence.text, numbers, True, True, reason, coverage), False
-    reason = f"only {coverage:.0%} of its words are in {_sources_label(numbers)}"
-    return SentenceSupport(sentence.text, numbers, True, False, reason, coverage), True
+class SupportJudge:
+    """The support rules for one answer: its sources prepared once, their sentences embedded at most once,
+    so that a sentence can be tried against each given source (attribution.py) at little cost."""
+
+    def __init__(
+        self,
+        sources: Mapping[int, str],
+        *,
+        embed: Embed | None = None,
+        question: str | None = None,
+        lexical_threshold: float = LEXICAL_THRESHOLD,
+        semantic_threshold: float = SEMANTIC_THRESHOLD,
+        reword_floor: float | None = None,
+    ) -> None:
+        self.prepared = {n: _prepare(n, text) for n, text in sources.items()}
+        self.numbers = sorted(self.prepared)
+        self.asked = extract_terms(question) if question else None
+        self.embed = embed
+        self.lexical_threshold = lexical_threshold
+        self.semantic_threshold = semantic_threshold
+        self.reword_floor = reword_floor
+        # Values a command's <placeholder> may be filled with: the question's and the sources' own tokens.
+        texts = [question or "", *(source.text for source in self.prepared.values())]
+        self.fillers = frozenset(t for text in texts for t in _code_tokens(text))
+        # The question's own words restated in an answer ("the gasket part number to use … is RW-GSK-0410")
+        # are not the model's: a rewording may take them (never a support of its own, never a specific).
+        self.question_stems = frozenset(all_stems(question)) if question else frozenset()
+        self._source_vectors: tuple[np.ndarray, np.ndarray] | None = None  # (owners, vectors)
+        self._answer_vectors: dict[str, np.ndarray] = {}
+
+    def is_connective(self, sentence: CitedSentence) -> bool:
+        return _is_connective(sentence, extract_terms(sentence.text), self.asked)
+
+    def judge(self, sentence: CitedSentence, cited: Iterable[int] | None = None) -> SentenceSupport:
+        """The verdict on `sentence` against `cited` (default: what it cites)."""
+        numbers = frozenset(sentence.cited if cited is None else cited)
+        if sentence.kind == "heading" or self.is_connective(sentence):
+            reason = "heading, not judged" if sentence.kind == "heading" else "connective text, not judged"
+            return SentenceSupport(sentence.text, tuple(sorted(numbers)), False, None, reason)
+        terms = _claim_terms(extract_terms(sentence.text))
+        sources = [self.prepared[n] for n in sorted(numbers) if n in self.prepared]
+        verdict, overturnable = self._lexically(sentence, numbers, terms, sources)
+        if not overturnable:
+            return verdict
+        if self.embed is not None:
+            verdict = _with_similarity(verdict, self._similarity(sentence.text, numbers), self.semantic_threshold)
+        if not verdict.supported and self.reword_floor is not None:
+            coverage = _coverage(terms, sources, known=self.question_stems)
+            if coverage > self.reword_floor:
+                reason = (
+                    f"reworded: {coverage:.0%} of its words are in {_sources_label(numbers)} or the question, "
+                    "with every identifier, number and command of it, and nothing it contradicts"
+                )
+                verdict = replace(verdict, supported=True, reason=reason, reworded=True)
+        return verdict
+
+    def prefetch(self, sentences: Sequence[CitedSentence]) -> None:
+        """Embed these answer sentences in the one call that embeds the sources, when it comes."""
+        for sentence in sentences:
+            self._answer_vectors.setdefault(sentence.text, np.empty(0))
+
+    def report(self, details: list[SentenceSupport]) -> SupportReport:
+        checked = [d for d in details if d.checked]
+        unsupported = [d.sentence for d in checked if not d.supported]
+        verified = bool(checked)
+        return SupportReport(verified and not unsupported, verified, unsupported, details)
+
+    def _lexically(
+        self, sentence: CitedSentence, numbers: frozenset[int], terms: Terms, cited: Sequence[_Source]
+    ) -> tuple[SentenceSupport, bool]:
+        """The verdict without embeddings, and whether similarity may still overturn it: only low word
+        overlap can be made good by meaning; a missing number, a command or a contradiction cannot."""
+        label = tuple(sorted(numbers))
+        if not numbers:
+            return SentenceSupport(sentence.text, label, True, False, "cites nothing"), False
+        if not cited:
+            reason = f"cites {_sources_label(numbers)}, not among the sources given"
+            return SentenceSupport(sentence.text, label, True, False, reason), False
+        # A code block is its lines: a number or name inside a command line a source holds is the source's.
+        missing = [] if sentence.kind == "code" else _missing(terms, sentence.text, cited)
+        coverage = _coverage(terms, cited, len(missing))
+        missing += _code_missing(sentence, cited, self.fillers)
+        if missing:
+            reason = "; ".join(r for _, r in missing)
+            terms_missing = tuple(t for t, _ in missing)
+            return SentenceSupport(sentence.text, label, True, False, reason, coverage, None, terms_missing), False
+        if sentence.kind == "code":
+            reason = f"every command line is in {_sources_label(numbers)}"
+            return SentenceSupport(sentence.text, label, True, True, reason, coverage), False
+        contradiction = _contradiction(sentence.text, terms, cited)
+        if contradiction is not None:
+            what = "a negation" if contradiction == "negation" else f"a word: its {contradiction}"
+            reason = f"contradicts {what} in {_sources_label(numbers)}"
+            return SentenceSupport(sentence.text, label, True, False, reason, coverage), False
+        if coverage >= self.lexical_threshold:
+            reason = f"{coverage:.0%} of its words are in {_sources_label(numbers)}"
+            return SentenceSupport(sentence.text, label, True, True, reason, coverage), False
+        reason = f"only {coverage:.0%} of its words are in {_sources_label(numbers)}"
+        return SentenceSupport(sentence.text, label, True, False, reason, coverage), True
+
+    def _similarity(self, text: str, numbers: frozenset[int]) -> float | None:
+        """Best cosine of `text` with a sentence of the `numbers` sources."""
+        assert self.embed is not None
+        if self._source_vectors is None or text not in self._answer_vectors or not self._answer_vectors[text].size:
+            self._embed_pending(text)
+        assert self._source_vectors is not None
+        owners, vectors = self._source_vectors
+        mask = np.isin(owners, sorted(numbers))
+        if not mask.any():
+            return None
+        return float((vectors[mask] @ self._answer_vectors[text]).max())
+
+    def _embed_pending(self, text: str) -> None:
+        assert self.embed is not None
+        self._answer_vectors.setdefault(text, np.empty(0))
+        pending = [t for t, v in self._answer_vectors.items() if not v.size]
+        source_texts: list[tuple[int, str]] = []
+        if self._source_vectors is None:
+            source_texts = [(n, t) for n in self.numbers for t in self.prepared[n].sentences]
+        vectors = _vectors(self.embed, pending + [t for _, t in source_texts]) if pending or source_texts else None
+        if vectors is None:
+            return
+        for row, answer_text in enumerate(pending):
+            self._answer_vectors[answer_text] = vectors[row]
+        if self._source_vectors is None:
+            owners = np.array([n for n, _ in source_texts], dtype=np.int64)
+            self._source_vectors = (owners, vectors[len(pending) :].reshape(len(source_texts), -1))
 
 
 def _with_similarity(verdict: SentenceSupport, similarity: float | None, threshold: float) -> SentenceSupport:
@@ -610,7 +545,7 @@ def _with_similarity(verdict: SentenceSupport, similarity: float | None, thresho
         reason = f"close in meaning to a sentence of {label} (cosine {similarity:.2f})"
         return SentenceSupport(verdict.sentence, verdict.cited, True, True, reason, verdict.coverage, similarity)
     reason = f"{verdict.reason}, and its best cosine is {similarity:.2f}"
-    return SentenceSupport(verdict.sentence, verdict.cited, True, False, reason, verdict.coverage, similarity)
+    return replace(verdict, reason=reason, similarity=similarity)
 
 
 def check_support(
@@ -621,31 +556,18 @@ def check_support(
     question: str | None = None,
     lexical_threshold: float = LEXICAL_THRESHOLD,
     semantic_threshold: float = SEMANTIC_THRESHOLD,
+    reword_floor: float | None = None,
 ) -> SupportReport:
     """Judge each sentence against the text of the sources it cites (rules in the module docstring).
 
     With the `question`, a line that only restates it to introduce what follows is not judged."""
-    prepared = {n: _prepare(n, text) for n, text in sources.items()}
-    asked = extract_terms(question) if question else None
-    details: list[SentenceSupport] = []
-    pending: list[tuple[int, CitedSentence]] = []  # verdicts that similarity may overturn
-    for index, sentence in enumerate(sentences):
-        terms = extract_terms(sentence.text)
-        if _is_connective(sentence, terms, asked):
-            reason = "heading, not judged" if sentence.kind == "heading" else "connective text, not judged"
-            details.append(SentenceSupport(sentence.text, tuple(sorted(sentence.cited)), False, None, reason))
-            continue
-        cited = [prepared[n] for n in sorted(sentence.cited) if n in prepared]
-        verdict, overturnable = _judge_lexically(sentence, terms, cited, lexical_threshold)
-        details.append(verdict)
-        if overturnable:
-            pending.append((index, sentence))
-    if embed is not None:
-        similarity = _similarities(embed, pending, prepared) if pending else {}
-        for index, _ in pending:
-            details[index] = _with_similarity(details[index], similarity.get(index), semantic_threshold)
-    checked = [d for d in details if d.checked]
-    unsupported = [d.sentence for d in checked if not d.supported]
-    verified = bool(checked)
-    grounded = verified and not unsupported
-    return SupportReport(grounded=grounded, verified=verified, unsupported=unsupported, details=details)
+    judge = SupportJudge(
+        sources,
+        embed=embed,
+        question=question,
+        lexical_threshold=lexical_threshold,
+        semantic_threshold=semantic_threshold,
+        reword_floor=reword_floor,
+    )
+    judge.prefetch(sentences)
+    return judge.report([judge.judge(sentence) for sentence in sentences])

@@ -9,7 +9,8 @@ import click
 from appliance.answer.answerer import Answerer, AnswerResult, EvidenceItem
 from appliance.cli.common import current_settings, echo_json, handle_errors
 from appliance.documents.original import host_files, open_hint
-from appliance.retrieve.filters import DOC_TYPES, Filters
+from appliance.index.filters import DOC_TYPES, Filters
+from appliance.retrieve.spelling import did_you_mean_line
 
 
 def _where(item: EvidenceItem) -> str:
@@ -37,10 +38,29 @@ def _print_evidence(evidence: list[EvidenceItem], refused: bool, files: dict[str
             click.echo(f"    {open_hint(files[item.path], item.page)}")
 
 
+def _print_quotes(result: AnswerResult) -> None:
+    """The sources' own lines under the sentences that reword them or leave their key fact out."""
+    click.echo(click.style("In the sources' own words:", underline=True))
+    for quote in result.quotes:
+        click.echo(f"  {_shortened(quote.sentence)}")
+        for line in quote.text.split("\n"):
+            click.echo(click.style(f"    > {line}", bold=True))
+        click.echo(f"    [{quote.n}]")
+
+
+def _shortened(sentence: str, limit: int = 90) -> str:
+    return sentence if len(sentence) <= limit else sentence[: limit - 1].rstrip() + "…"
+
+
 def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -> None:
     if not streamed:
         click.echo(result.answer)
     click.echo()
+    if result.quotes:
+        _print_quotes(result)
+        click.echo()
+    if result.did_you_mean is not None:
+        click.echo(click.style(did_you_mean_line(result.did_you_mean), fg="cyan"))
     if result.refused:
         click.echo(click.style(f"Not answered: {result.refusal_reason}", fg="yellow"))
     elif result.grounded:
@@ -67,9 +87,17 @@ def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -
                 click.echo(f"    {open_hint(files[citation.path], citation.page)}")
     if result.removed_citations:
         click.echo(f"(removed citations to sources that were not given: {result.removed_citations})")
+    for corrected in result.corrected_citations:
+        moved = f"{_marker(corrected.cited)} → {_marker(corrected.corrected)}"
+        held = _shortened(corrected.sentence, 60)
+        click.echo(f"(citation corrected {moved}: the source the model cited does not hold “{held}”)")
     t = result.timings_ms
     first = f", first token {t['first_token'] / 1000:.1f} s" if "first_token" in t else ""
     click.echo(f"({result.model or 'no model asked'}{first}, total {t['total'] / 1000:.1f} s)", err=True)
+
+
+def _marker(numbers: tuple[int, ...]) -> str:
+    return "[" + ", ".join(map(str, numbers)) + "]"
 
 
 def register(cli: click.Group) -> None:
@@ -93,8 +121,10 @@ def register(cli: click.Group) -> None:
         """Answer QUESTION from the indexed documents, citing them, or say plainly that they do not cover it.
 
         The evidence (each source's best-matching sentences) is shown first, with the file and page to
-        open on this host; every sentence of the answer is then checked against the sources it cites.
-        When retrieval finds no evidence, no model is asked at all.
+        open on this host; every sentence of the answer is then checked against the sources it cites,
+        and cited to the given source that holds it where the model cited none or the wrong one. Under
+        the answer, the sources' own lines for the sentences that reword them or leave out their exact
+        command, setting or value. When retrieval finds no evidence, no model is asked at all.
 
         Example: appliance ask "What do I check before changing a chlorine cylinder?" --stream
         """
@@ -109,7 +139,7 @@ def register(cli: click.Group) -> None:
             for event in answerer.events(question, k=k, filters=filters):
                 if event.kind == "evidence" and event.evidence is not None:
                     refused_now = bool(event.evidence) and event.evidence[0].n is None
-                    files = host_files(answerer.searcher.index.catalog, [item.path for item in event.evidence])
+                    files = host_files(answerer.searcher.catalog, [item.path for item in event.evidence])
                     _print_evidence(event.evidence, refused_now, files)
                     click.echo()
                 elif event.kind == "token" and stream and event.text:

@@ -10,9 +10,10 @@ import click
 
 from appliance.cli.common import current_settings, echo_json, handle_errors
 from appliance.documents.original import host_files, open_hint
+from appliance.index.filters import DOC_TYPES, Filters
 from appliance.ingest.pipeline import IngestReport, Progress, ingest, reindex
-from appliance.retrieve.filters import DOC_TYPES, Filters
 from appliance.retrieve.search import MODES, Searcher
+from appliance.retrieve.spelling import did_you_mean_line
 from appliance.status import index_status
 
 
@@ -60,11 +61,28 @@ def _print_report(report: IngestReport, as_json: bool) -> None:
         )
         if report.repaired:
             click.echo(f"repaired an interrupted earlier run: {report.repaired}")
+        _print_handover(report)
         for failure in report.failed:
             click.echo(f"  failed: {failure['path']}: {failure['error']}", err=True)
     if report.failed:
         # The run itself succeeded: failures are per file and reported, not an exit status.
         pass
+
+
+def _print_handover(report: IngestReport) -> None:
+    """When the running server owns the local vector store, say whether it serves the change yet."""
+    owner = report.vectors_applied_by
+    if owner is None or owner == "this process" or owner.startswith("the Chroma server"):
+        if owner is None and (report.added or report.updated or report.removed):
+            click.echo("the local vector store had no owner: the next server or command that opens it applies this")
+        return
+    if report.vectors_wait_s is not None:
+        click.echo(f"served by the running server ({owner}) after {report.vectors_wait_s:.1f} s")
+    else:
+        click.echo(
+            f"not yet served by {owner}: {report.vectors_pending} changes wait for it (see `appliance status`)",
+            err=True,
+        )
 
 
 def register(cli: click.Group) -> None:
@@ -132,6 +150,8 @@ def register(cli: click.Group) -> None:
         if as_json:
             echo_json(result.as_json())
             return
+        if result.did_you_mean is not None:
+            click.echo(click.style(did_you_mean_line(result.did_you_mean), fg="cyan"))
         if not result.hits:
             click.echo("no matching passages")
         verdict = "evidence found" if result.evidence.sufficient else "NOT covered by the documents"
@@ -153,6 +173,10 @@ def register(cli: click.Group) -> None:
     def status_command(as_json: bool) -> None:
         """Documents, chunks, sources, sizes, last reindex, models, and a consistency check.
 
+        "updated" is when the newest change that searches see was committed; with the local vector store,
+        the process that applies changes to it (the running server) and how many still wait for it.
+        Warns when a calibrated decision does not apply to the configured embedder (its fallback decides).
+
         Exits 1 when the catalog, FTS5 and Chroma disagree (run `appliance reindex` to repair).
 
         Example: appliance status --json
@@ -173,8 +197,14 @@ def register(cli: click.Group) -> None:
                 f"size:         catalog {sizes['catalog'] / 1e6:.1f} MB, vectors {sizes['vectors'] / 1e6:.1f} MB"
             )
             click.echo(f"last reindex: {status['last_reindex'] or 'never'}")
+            pending = f", {status['pending_changes']} changes not yet applied" if status["pending_changes"] else ""
+            click.echo(f"updated:      {status['index_updated_at'] or 'never'}{pending}")
+            if status["vectors_owner"]:
+                click.echo(f"vectors by:   {status['vectors_owner']}")
             models = ", ".join(f"{m['role']} {m['name']}" for m in status["models"])
             click.echo(f"models:       {models or '(none)'}")
             click.echo(f"consistent:   {'yes' if status['consistent'] else 'NO ' + str(status['consistency'])}")
+            for warning in status["warnings"]:
+                click.echo(f"warning:      {warning}")
         if not status["consistent"]:
             raise SystemExit(1)

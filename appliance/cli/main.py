@@ -15,6 +15,7 @@ from appliance.cli import (
     models_commands,
     offline_commands,
     serve_command,
+    watch_command,
 )
 from appliance.cli.common import echo_json, handle_errors
 from appliance.config import ConfigError, load_settings, load_settings_with_sources, settings_table
@@ -72,6 +73,7 @@ ask_command.register(cli)
 serve_command.register(cli)
 admin_commands.register(cli)
 offline_commands.register(cli)
+watch_command.register(cli)
 
 
 def main() -> None:

@@ -14,6 +14,7 @@ import lxml.etree
 import lxml.html
 
 from appliance.documents.tree import TreeBuilder
+from appliance.ingest.loaders.html_loader import parse_html
 from appliance.ingest.loaders.html_stream import read_flat_html
 
 # Dropped with everything inside them.
@@ -47,18 +48,6 @@ def _span(element: Any, name: str) -> int | None:
     return min(int(value), 100) if value.isdigit() and int(value) > 1 else None
 
 
-def _parse(text: str) -> Any:
-    """The lxml tree, or None when libxml2 gave up part-way (nesting past its limit drops the rest)."""
-    parser = lxml.html.HTMLParser(encoding="utf-8", huge_tree=True, remove_comments=True, remove_pis=True)
-    try:
-        root = lxml.html.document_fromstring(text.encode("utf-8"), parser=parser)
-    except (lxml.etree.ParserError, lxml.etree.XMLSyntaxError, ValueError):
-        return None
-    if any(error.level == lxml.etree.ErrorLevels.FATAL for error in parser.error_log):
-        return None
-    return root
-
-
 def _flat(text: str) -> TreeBuilder:
     """What the loader indexes from HTML lxml cannot build: headings and paragraphs, scripts skipped."""
     tree = TreeBuilder()
@@ -68,7 +57,7 @@ def _flat(text: str) -> TreeBuilder:
 
 
 def render_html(text: str) -> TreeBuilder:
-    root = _parse(text)
+    root = parse_html(text)
     if root is None:
         return _flat(text)
     tree = TreeBuilder()

@@ -52,6 +52,7 @@ def build_beir_index(
     corpus_file = folder / "corpus.jsonl"
     with writer_lock(own.lock_path, own.index.lock_timeout_s):
         index = Index(own)
+        closing: list[Callable[[], None]] = []
         try:
             if index.catalog.get_state(VECTORS_DIRTY) == "1":
                 index.reconcile()
@@ -60,6 +61,7 @@ def build_beir_index(
             known = {d.path: d.sha256 for d in index.catalog.documents()}
             embedder = load_embedder(own)
             writer = BatchWriter(index, embedder, report)
+            closing.append(writer.close)
             seen: set[str] = set()
             for position, doc in enumerate(load_corpus(folder)):
                 seen.add(doc.doc_id)
@@ -93,5 +95,7 @@ def build_beir_index(
             index.catalog.set_state(PIPELINE_SIGNATURE, signature)
             report.chunks_total = index.catalog.counts()["chunks"]
         finally:
+            for close in closing:
+                close()
             index.close()
     return own, report

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from appliance.ingest.identifiers import extract_identifiers
+from appliance.text.identifiers import extract_identifiers
 
 KINDS: tuple[str, ...] = (
     "typo",

@@ -18,9 +18,9 @@ from typing import Any
 
 import numpy as np
 
+from appliance.index.filters import Filters
 from appliance.index.migrations import apply_migrations
-from appliance.ingest.chunker import Chunk
-from appliance.retrieve.filters import Filters
+from appliance.index.records import Chunk, ChunkRow
 
 
 @dataclass(frozen=True)
@@ -40,31 +40,30 @@ class DocumentRow:
     indexed_at: float
 
 
-@dataclass(frozen=True)
-class ChunkRow:
-    id: str
-    rowid: int
-    document_path: str
-    title: str
-    type: str
-    ord: int
-    header: str
-    text: str
-    section: str
-    page: int | None
-    start: int
-    end: int
-
-
+_CHUNK_COLUMNS = (
+    "chunk_id",
+    "rowid",
+    "path",
+    "title",
+    "type",
+    "ord",
+    "header",
+    "text",
+    "section",
+    "page",
+    "start",
+    "end",
+    "identifiers",
+)
 _CHUNK_SELECT = """
     SELECT c.id, c.rowid, d.path, COALESCE(d.title, ''), d.type, c.ord, c.header, c.text, c.section,
-           c.page, c.start, c.end
+           c.page, c.start, c.end, c.identifiers
     FROM chunks c JOIN documents d ON d.id = c.document_id
 """
 
 
 def _chunk_row(row: sqlite3.Row | tuple) -> ChunkRow:  # type: ignore[type-arg]
-    return ChunkRow(*row)
+    return ChunkRow(**dict(zip(_CHUNK_COLUMNS, row, strict=True)))
 
 
 class Catalog:
@@ -202,7 +201,7 @@ class Catalog:
                    VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 [
                     (
-                        c.id,
+                        c.chunk_id,
                         document_id,
                         c.ord,
                         c.header,
@@ -233,7 +232,17 @@ class Catalog:
             marks = ",".join("?" * len(batch))
             for row in self.conn.execute(f"{_CHUNK_SELECT} WHERE c.id IN ({marks})", batch):
                 chunk = _chunk_row(row)
-                found[chunk.id] = chunk
+                found[chunk.chunk_id] = chunk
+        return found
+
+    def document_paths_of_chunks(self, ids: Sequence[str]) -> dict[str, str]:
+        """{chunk id: its document's path} for those of `ids` the catalog holds."""
+        found: dict[str, str] = {}
+        for start in range(0, len(ids), 500):
+            batch = list(ids[start : start + 500])
+            marks = ",".join("?" * len(batch))
+            sql = f"SELECT c.id, d.path FROM chunks c JOIN documents d ON d.id = c.document_id WHERE c.id IN ({marks})"
+            found.update(self.conn.execute(sql, batch).fetchall())
         return found
 
     def following_chunks(self, chunk: ChunkRow, count: int) -> list[ChunkRow]:
@@ -241,7 +250,7 @@ class Catalog:
         rows = self.conn.execute(
             f"{_CHUNK_SELECT} WHERE c.document_id = (SELECT document_id FROM chunks WHERE id = ?) AND c.ord > ?"
             " ORDER BY c.ord LIMIT ?",
-            (chunk.id, chunk.ord, count),
+            (chunk.chunk_id, chunk.ord, count),
         )
         return [_chunk_row(row) for row in rows]
 

@@ -1,15 +1,30 @@
-"""The index as a whole: catalog (truth) + vectors (derived), their consistency and repair."""
+"""The index as a whole: catalog (truth) + vectors (derived), their consistency and repair.
+
+With the local vector store (no vectors.url), one process at a time owns it (appliance.index.ownership)
+and brings it to the catalog's state by applying the catalog's change log (appliance.index.vector_sync):
+after each write of its own, before each consistent read (`reading`), and whenever a running server
+polls (`sync`). A process that does not own the store writes only the catalog; the owner applies it.
+"""
 
 from __future__ import annotations
 
+import time
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
 
 from appliance.config import Settings
+from appliance.errors import VectorStoreUnavailable
 from appliance.faults import crash_point
+from appliance.index import vector_sync
 from appliance.index.catalog import Catalog
+from appliance.index.ownership import LocalStore, local_store
 from appliance.index.vectors import VectorIndex
 
 VECTORS_DIRTY = "vectors_dirty"
+# A read that keeps finding a newer commit than the vectors it just brought up to date gives up after
+# this many tries and reads anyway (the newest batch may then be missing from its dense side).
+READ_ATTEMPTS = 5
 
 
 @dataclass
@@ -21,6 +36,7 @@ class Consistency:
     stray_vectors: int = 0
     fts_problems: list[str] = field(default_factory=list)
     interrupted_write: bool = False
+    pending_changes: int = 0  # committed to the catalog, not yet applied to the vectors
 
 
 @dataclass
@@ -30,28 +46,146 @@ class Repair:
     fts_rebuilt: bool = False
 
 
+@dataclass(frozen=True)
+class Freshness:
+    """How current the vectors are: what a search answers from, next to what the catalog holds."""
+
+    applied_seq: int
+    updated_at: float | None  # unix time of the newest change the vectors reflect
+    pending_changes: int
+    owner: str | None  # local store: who applies the changes ("this process", "pid N (…)", None: nobody)
+
+
 class Index:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.catalog = Catalog(settings.catalog_path)
         self._vectors: VectorIndex | None = None
+        self._store: LocalStore | None = local_store(settings.chroma_path) if not settings.vectors.url else None
+        self._entered = False
+        self._owned = False
+        self._serve_wait_s: float | None = None
+        self._reading = False
+
+    # --- the vector store and who writes it ----------------------------------------------------
+
+    @property
+    def local(self) -> bool:
+        """The vectors live in the local store under the home (no Chroma server)."""
+        return self._store is not None
+
+    def serve(self, wait_s: float) -> None:
+        """This index answers questions for a long-running server: it must own the local store (waiting up
+        to `wait_s` for a CLI run that holds it), or answer 503 naming the holder, never from old vectors."""
+        self._serve_wait_s = wait_s
+
+    @property
+    def owns_vectors(self) -> bool:
+        """Whether this process writes the vectors: always with a Chroma server, as the owner locally."""
+        if self._store is None:
+            return True
+        self._enter()
+        return self._owned
+
+    def _enter(self) -> None:
+        if self._store is not None and not self._entered:
+            serving = self._serve_wait_s is not None
+            try:
+                self._owned = self._store.enter(self._serve_wait_s or 0.0, required=serving)
+            except VectorStoreUnavailable:
+                # Waited once; from now on each request answers 503 at once, and the server's sync thread
+                # keeps claiming (a request must not hold the others up for the whole wait again).
+                self._serve_wait_s = 0.0
+                raise
+            self._entered = True
 
     @property
     def vectors(self) -> VectorIndex:
         if self._vectors is None:
+            self._enter()
             self._vectors = VectorIndex(self.settings.vectors, self.settings.chroma_path)
         return self._vectors
 
     def close(self) -> None:
+        if self._vectors is not None:
+            self._vectors.close()
+            self._vectors = None
+        if self._store is not None and self._entered:
+            self._store.leave()
+            self._entered = False
         self.catalog.close()
 
+    def _guard(self) -> AbstractContextManager[object]:
+        """The process-wide guard of the local store (nothing to guard with a Chroma server)."""
+        return self._store.guard if self._store is not None else nullcontext()
+
+    def sync(self) -> vector_sync.Applied:
+        """Apply the catalog's change log to the local store when this process owns it (else nothing)."""
+        if self._store is None or self._reading or not self.owns_vectors:
+            return vector_sync.Applied()
+        with self._store.guard:
+            return vector_sync.apply_changes(self.catalog, self.vectors)
+
+    def vectors_written(self) -> None:
+        """A writer wrote the vectors itself (Chroma server) after its commit: record the log as applied."""
+        vector_sync.mark_applied(self.catalog)
+
+    @contextmanager
+    def reading(self) -> Iterator[None]:
+        """Catalog reads from one committed state, with the local vectors brought to exactly that state
+        first (the owner), so no document is half visible: its chunks and its vectors are one version.
+        Re-entrant; the catalog connection must not be used by another thread meanwhile."""
+        if self._reading:
+            yield
+            return
+        conn = self.catalog.conn
+        owner = self._store is not None and self.owns_vectors
+        with self._guard():
+            for attempt in range(READ_ATTEMPTS):
+                if owner:
+                    vector_sync.apply_changes(self.catalog, self.vectors)
+                conn.execute("BEGIN")
+                if not owner or attempt == READ_ATTEMPTS - 1 or not vector_sync.pending(conn):
+                    break
+                conn.execute("COMMIT")  # a commit landed in between: apply it too
+            self._reading = True
+            try:
+                yield
+            finally:
+                self._reading = False
+                conn.execute("COMMIT")
+
+    def vectors_owner(self) -> str | None:
+        """Local store: who applies the changes ("this process", "pid N (…)", None: nobody now)."""
+        return self._store.holder() if self._store is not None else None
+
+    def freshness(self) -> Freshness:
+        conn = self.catalog.conn
+        at = self.catalog.get_state(vector_sync.APPLIED_AT)
+        return Freshness(
+            applied_seq=vector_sync.applied_seq(conn),
+            updated_at=float(at) if at else None,
+            pending_changes=vector_sync.pending(conn),
+            owner=self.vectors_owner(),
+        )
+
+    def wait_until_applied(self, seq: int, timeout_s: float, poll_s: float = 0.05) -> float | None:
+        """Seconds until the owner had applied every change up to `seq`; None if not within `timeout_s`."""
+        started = time.monotonic()
+        while vector_sync.applied_seq(self.catalog.conn) < seq:
+            if time.monotonic() - started >= timeout_s:
+                return None
+            time.sleep(poll_s)
+        return time.monotonic() - started
+
     def check(self) -> Consistency:
+        self.sync()  # the owner checks what it serves: its vectors brought up to date first
         catalog_ids = self.catalog.all_chunk_ids()
         vector_ids = self.vectors.ids()
         fts = self.catalog.fts_integrity()
         missing = len(catalog_ids - vector_ids)
         stray = len(vector_ids - catalog_ids)
-        interrupted = self.catalog.get_state(VECTORS_DIRTY) == "1"
+        interrupted = self.catalog.get_state(VECTORS_DIRTY) == "1" or vector_sync.interrupted(self.catalog.conn)
         return Consistency(
             consistent=not (missing or stray or fts),
             catalog_chunks=len(catalog_ids),
@@ -60,19 +194,29 @@ class Index:
             stray_vectors=stray,
             fts_problems=fts,
             interrupted_write=interrupted,
+            pending_changes=vector_sync.pending(self.catalog.conn),
         )
 
     def needs_reconcile(self) -> bool:
         """What a reindex asks before its work: an interrupted earlier write, or Chroma holding another
         number of vectors than the catalog has chunks (vectors deleted or wiped behind the catalog's
-        back, e.g. on a Chroma server). Cheap: one count each; `check` compares the id sets."""
-        if self.catalog.get_state(VECTORS_DIRTY) == "1":
+        back, e.g. on a Chroma server). Cheap: one count each; `check` compares the id sets. A process that
+        does not own the local store leaves that to the owner."""
+        if not self.owns_vectors:
+            return False
+        if self.catalog.get_state(VECTORS_DIRTY) == "1" or vector_sync.interrupted(self.catalog.conn):
             return True
         return self.vectors.count() != self.catalog.counts()["chunks"]
 
     def reconcile(self) -> Repair:
         """Make Chroma and FTS5 agree with the catalog. Idempotent; safe after any crash."""
+        with self._guard():
+            return self._reconcile()
+
+    def _reconcile(self) -> Repair:
         repair = Repair()
+        # Chroma is made equal to the catalog as of here; changes committed later are applied after.
+        covered = vector_sync.latest_seq(self.catalog.conn)
         if self.catalog.fts_integrity():
             self.catalog.rebuild_fts()
             repair.fts_rebuilt = True
@@ -90,6 +234,7 @@ class Index:
             rows = self.catalog.chunks_by_ids(missing)
             pairs = list(self.catalog.embeddings(missing))
             ids = [chunk_id for chunk_id, _ in pairs]
-            self.vectors.upsert(ids, np.stack([vector for _, vector in pairs]), [rows[i].document_path for i in ids])
+            self.vectors.upsert(ids, np.stack([vector for _, vector in pairs]), [rows[i].path for i in ids])
             repair.vectors_added = len(ids)
+        vector_sync.mark_applied(self.catalog, covered)
         return repair

@@ -89,6 +89,29 @@ MIGRATIONS: list[tuple[str, str]] = [
         END;
         """,
     ),
+    (
+        "0003_vector_changes",
+        # Every chunk added or removed, in commit order, written by triggers inside the writer's own
+        # transaction: what the local vector store still has to apply (appliance.index.vector_sync).
+        # AUTOINCREMENT: a pruned log never hands out a sequence number again.
+        """
+        CREATE TABLE vector_changes (
+            seq INTEGER PRIMARY KEY AUTOINCREMENT,
+            chunk_id TEXT NOT NULL,
+            at REAL NOT NULL                    -- unix time of the write
+        );
+        CREATE TRIGGER chunks_vector_ai AFTER INSERT ON chunks BEGIN
+            INSERT INTO vector_changes(chunk_id, at) VALUES (new.id, (julianday('now') - 2440587.5) * 86400.0);
+        END;
+        CREATE TRIGGER chunks_vector_ad AFTER DELETE ON chunks BEGIN
+            INSERT INTO vector_changes(chunk_id, at) VALUES (old.id, (julianday('now') - 2440587.5) * 86400.0);
+        END;
+        CREATE TRIGGER chunks_vector_au AFTER UPDATE OF id, embedding ON chunks BEGIN
+            INSERT INTO vector_changes(chunk_id, at) VALUES (old.id, (julianday('now') - 2440587.5) * 86400.0);
+            INSERT INTO vector_changes(chunk_id, at) VALUES (new.id, (julianday('now') - 2440587.5) * 86400.0);
+        END;
+        """,
+    ),
 ]
 
 

@@ -147,6 +147,14 @@ class VectorIndex:
         with self._server_errors():
             self.collection = self._open_collection()
 
+    def close(self) -> None:
+        """Release the client. Chroma stops a local store's in-memory state when the process's last client
+        of that folder closes, so the next one loads it from disk again."""
+        close = getattr(self.client, "close", None)  # the Client class has it; the ClientAPI type does not say so
+        with contextlib.suppress(Exception):  # an HttpClient to a server that is gone: nothing to release
+            if close is not None:
+                close()
+
     # --- the server ---------------------------------------------------------------------------
 
     @property

@@ -16,36 +16,19 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
+from appliance.index.records import Chunk
 from appliance.ingest.document import Block, LoadedDocument
-from appliance.ingest.identifiers import extract_identifiers
+from appliance.text.identifiers import extract_identifiers
+from appliance.text.sentences import punctuation_spans
 
 # Bump when chunking changes: a reindex then re-chunks every document (embeddings are reused by text).
 CHUNKER_VERSION = 2
 SECTION_SEPARATOR = " › "
 # [CLS] and [SEP] (or a model's equivalents) are added to every embedded text.
 SPECIAL_TOKENS = 2
-_SENTENCE_END = re.compile(r"(?<=[.!?;:])\s+(?=\S)")
 _WORD = re.compile(r"\S+")
 
 TokenCounter = Callable[[Sequence[str]], list[int]]
-
-
-@dataclass(frozen=True)
-class Chunk:
-    id: str
-    ord: int
-    header: str
-    text: str
-    section: str
-    page: int | None
-    start: int
-    end: int
-    identifiers: str
-
-    @property
-    def embedding_text(self) -> str:
-        """What the embedder sees (and what the token bound applies to)."""
-        return f"{self.header}\n{self.text}"
 
 
 @dataclass(frozen=True)
@@ -75,7 +58,9 @@ def chunk_document(
             text = doc.text[start:end]
             chunks.append(
                 Chunk(
-                    id="",
+                    chunk_id="",
+                    path=doc.path,
+                    title=doc.title,
                     ord=len(chunks),
                     header=header,
                     text=text,
@@ -147,7 +132,7 @@ def _units(text: str, blocks: list[Block], count_tokens: TokenCounter, budget: i
         elif block.kind in ("code", "table", "list"):
             spans.extend((s, e, block.page) for s, e in _line_spans(text, block.start, block.end))
         else:
-            spans.extend((s, e, block.page) for s, e in _sentence_spans(text, block.start, block.end))
+            spans.extend((s, e, block.page) for s, e in punctuation_spans(text, block.start, block.end))
     counts = count_tokens([text[s:e] for s, e, _ in spans])
     units: list[_Unit] = []
     for (start, end, page), tokens in zip(spans, counts, strict=True):
@@ -163,18 +148,6 @@ def _line_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
     for match in re.finditer(r"[^\n]+", text[start:end]):
         if match.group().strip():
             spans.append((start + match.start(), start + match.end()))
-    return spans
-
-
-def _sentence_spans(text: str, start: int, end: int) -> list[tuple[int, int]]:
-    spans = []
-    cursor = start
-    for match in _SENTENCE_END.finditer(text, start, end):
-        if match.start() > cursor:
-            spans.append((cursor, match.start()))
-        cursor = match.end()
-    if cursor < end:
-        spans.append((cursor, end))
     return spans
 
 
@@ -240,5 +213,5 @@ def _with_ids(path: str, chunks: list[Chunk]) -> list[Chunk]:
         seen[digest] = occurrence + 1
         if occurrence:
             digest = hashlib.sha256(f"{digest}\0{occurrence}".encode()).hexdigest()
-        result.append(replace(chunk, id=digest[:32]))
+        result.append(replace(chunk, chunk_id=digest[:32]))
     return result

@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 from appliance.config import Settings
-from appliance.errors import ApplianceError, DocumentError, UnsupportedDocument
+from appliance.errors import ApplianceError, DocumentError, SkippedDocument
+from appliance.index import vector_sync
 from appliance.index.catalog import DocumentRow
 from appliance.index.index import VECTORS_DIRTY, Index, Repair
 from appliance.index.lock import writer_lock
@@ -26,8 +27,8 @@ from appliance.ingest.chunker import CHUNKER_VERSION, chunk_document
 from appliance.ingest.loaders import load_document
 from appliance.ingest.scan import FoundFile, display_prefix, scan_source
 from appliance.ingest.writer import BatchWriter, IngestReport, PreparedDocument
-from appliance.models.embedder import Embedder
-from appliance.models.registry import load_embedder
+from appliance.models.embedder_backends import embedding_model_id, resolve_backend
+from appliance.models.registry import configured_embedder_path, load_embedder
 
 Progress = Callable[[str, int, int], None]  # (display path, index, total)
 
@@ -64,17 +65,37 @@ def reindex(settings: Settings, progress: Progress | None = None, only: list[str
         writer = BatchWriter(index, embedder, report)
         signature = pipeline_signature(settings)
         rechunk = catalog.get_state(PIPELINE_SIGNATURE) != signature
-        for source in only if only is not None else catalog.sources():
-            _sync_source(settings, index, writer, Path(source), report, progress, rechunk=rechunk)
-        writer.flush()
+        try:
+            for source in only if only is not None else catalog.sources():
+                _sync_source(settings, index, writer, Path(source), report, progress, rechunk=rechunk)
+            writer.flush()
+        finally:
+            writer.close()
         if catalog.get_state(VECTORS_DIRTY) == "1":
             catalog.set_state(VECTORS_DIRTY, "0")
         if only is None or set(only) >= set(catalog.sources()):
             catalog.set_state(PIPELINE_SIGNATURE, signature)
         catalog.set_state("last_reindex", str(time.time()))
         report.chunks_total = catalog.counts()["chunks"]
+        _hand_over(settings, index, report)
     report.seconds = time.monotonic() - started
     return report
+
+
+def _hand_over(settings: Settings, index: Index, report: IngestReport) -> None:
+    """Who applies the run's changes to the vectors, and (another process owning the local store, the
+    running server) whether it did within index.serve_wait_s: the run's report says so."""
+    if not index.local:
+        report.vectors_applied_by = f"the Chroma server at {index.vectors.location}"
+        return
+    if index.owns_vectors:
+        report.vectors_applied_by = "this process"
+        return
+    seq = vector_sync.hand_over(index.catalog)
+    report.vectors_applied_by = index.vectors_owner()
+    if report.vectors_applied_by is not None:
+        report.vectors_wait_s = index.wait_until_applied(seq, settings.index.serve_wait_s)
+    report.vectors_pending = vector_sync.pending(index.catalog.conn)
 
 
 PIPELINE_SIGNATURE = "pipeline_signature"
@@ -84,9 +105,12 @@ def pipeline_signature(settings: Settings) -> str:
     """What the stored chunks depend on besides file content; when it changes every file is re-chunked
     (cheaply: embeddings of unchanged text are reused)."""
     ingest = settings.ingest
+    # Another runtime's vectors differ slightly: changing it re-embeds (torch keeps the old signature).
+    backend = resolve_backend(settings.embedder.backend, settings.embedder.device, configured_embedder_path(settings))
+    embedder = embedding_model_id(settings.embedder.model, backend)
     return (
         f"chunker={CHUNKER_VERSION};max_tokens={ingest.chunk_max_tokens};overlap={ingest.chunk_overlap_tokens};"
-        f"embedder={settings.embedder.model}"
+        f"embedder={embedder}"
     )
 
 
@@ -138,7 +162,7 @@ def _sync_source(
             source=source,
             report=report,
             index=index,
-            embedder=writer.embedder,
+            writer=writer,
             rechunk=rechunk,
         )
         if pending is not None:
@@ -157,10 +181,11 @@ def _prepare(
     source: Path,
     report: IngestReport,
     index: Index,
-    embedder: Embedder,
+    writer: BatchWriter,
     rechunk: bool = False,
 ) -> PreparedDocument | None:
     catalog = index.catalog
+    embedder = writer.embedder
     if item.skip is not None:
         report.skipped.append({"path": item.display_path, "reason": item.skip})
         return None
@@ -200,10 +225,9 @@ def _prepare(
             max_tokens=min(settings.ingest.chunk_max_tokens, embedder.max_tokens),
             overlap_tokens=settings.ingest.chunk_overlap_tokens,
         )
-    except UnsupportedDocument as exc:
+    except SkippedDocument as exc:  # nothing to index: no fault of the file
         if catalog_doc is not None:
-            index.vectors.delete(catalog.chunk_ids_of(item.display_path))
-            catalog.remove_document(item.display_path)
+            writer.remove(item.display_path)
         report.skipped.append({"path": item.display_path, "reason": exc.reason})
         return None
     except DocumentError as exc:

@@ -1,12 +1,23 @@
 """Writing prepared documents to both stores, in embedding batches, in the crash-safe order.
 
-For each batch: mark the vectors dirty → upsert the new vectors into Chroma → replace the
-documents in the catalog in one transaction → delete the replaced vectors from Chroma. The
-pipeline clears the dirty mark when a whole run has finished.
+With a Chroma server, for each batch: mark the vectors dirty → upsert the new vectors into Chroma →
+replace the documents in the catalog in one transaction → delete the replaced vectors from Chroma →
+record the catalog's change log as applied. The pipeline clears the dirty mark when a whole run has
+finished.
+
+With the local store, each batch is one catalog transaction, whose chunk changes land in the catalog's
+change log in that same transaction; then the owner of the store applies the log (this process when it
+owns the store, else the running server that does: appliance.index.vector_sync).
+
+Two stages overlap: a batch is embedded on a worker thread (the runtimes release the GIL) while
+this thread writes the batch before it and loads and chunks the documents of the next one. Every
+catalog and Chroma call stays on this thread, and batches are written one after another in order,
+so the order above holds for each of them.
 """
 
 from __future__ import annotations
 
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -15,7 +26,7 @@ import numpy as np
 from appliance.faults import crash_point
 from appliance.index.catalog import DocumentRow, text_sha256
 from appliance.index.index import VECTORS_DIRTY, Index
-from appliance.ingest.chunker import Chunk
+from appliance.index.records import Chunk
 from appliance.ingest.scan import FoundFile
 from appliance.models.embedder import Embedder
 
@@ -37,6 +48,12 @@ class IngestReport:
     chunks_total: int = 0
     seconds: float = 0.0
     repaired: dict[str, Any] | None = None
+    # Who brings the vectors to the catalog's state: "this process", the running server that owns the
+    # local store ("pid N (appliance serve …)"), the Chroma server, or None (nobody owns it right now:
+    # the next process that opens it does).
+    vectors_applied_by: str | None = None
+    vectors_wait_s: float | None = None  # how long the owner took to apply this run's changes
+    vectors_pending: int = 0  # changes the owner had not applied when the run returned
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -51,6 +68,11 @@ class IngestReport:
             "chunks_total": self.chunks_total,
             "seconds": round(self.seconds, 3),
             "repaired": self.repaired,
+            "vectors": {
+                "applied_by": self.vectors_applied_by,
+                "wait_s": None if self.vectors_wait_s is None else round(self.vectors_wait_s, 3),
+                "pending": self.vectors_pending,
+            },
         }
 
 
@@ -67,6 +89,18 @@ class PreparedDocument:
     existing: DocumentRow | None
 
 
+@dataclass
+class _Batch:
+    """Documents whose new chunk texts are being embedded; `known` holds the vectors already found
+    (stored ones, and at write time those the batch before it embedded)."""
+
+    documents: list[PreparedDocument]
+    shas: list[str]  # text sha256 of each chunk, in order
+    known: dict[str, np.ndarray]
+    todo: list[str]  # text sha256s this batch embeds itself
+    vectors: Future[np.ndarray] | None
+
+
 class BatchWriter:
     """Collects prepared documents, embeds them in batches and writes them crash-safely."""
 
@@ -76,37 +110,87 @@ class BatchWriter:
         self.report = report
         self.pending: list[PreparedDocument] = []
         self.pending_chunks = 0
+        self._embedding: _Batch | None = None  # dispatched, not written yet
+        self._worker = ThreadPoolExecutor(max_workers=1, thread_name_prefix="embed")
 
     def add(self, pending: PreparedDocument) -> None:
         self.pending.append(pending)
         self.pending_chunks += len(pending.chunks)
         if self.pending_chunks >= EMBED_BATCH_CHUNKS:
-            self.flush()
+            self._dispatch()
+
+    def close(self) -> None:
+        """Stop the embedding thread (after flush(); a batch not yet written is dropped)."""
+        self._worker.shutdown(wait=True, cancel_futures=True)
 
     def _mark_dirty(self) -> None:
         if self.index.catalog.get_state(VECTORS_DIRTY) != "1":
             self.index.catalog.set_state(VECTORS_DIRTY, "1")
 
     def remove(self, path: str) -> None:
-        self._mark_dirty()
+        local = self.index.local
+        if not local:
+            self._mark_dirty()
         old_ids = self.index.catalog.chunk_ids_of(path)
         self.index.catalog.remove_document(path)
         crash_point("after_catalog_remove")
-        self.index.vectors.delete(old_ids)
+        if local:
+            self.index.sync()
+        else:
+            self.index.vectors.delete(old_ids)
+            self.index.vectors_written()
 
     def flush(self) -> None:
+        """Embed and write everything added so far."""
+        self._dispatch()
+        self._write_embedded()
+
+    def _dispatch(self) -> None:
+        """Start embedding the pending documents, then write the batch embedded before them."""
         if not self.pending:
             return
-        batch, self.pending, self.pending_chunks = self.pending, [], 0
-        catalog, vectors = self.index.catalog, self.index.vectors
+        documents, self.pending, self.pending_chunks = self.pending, [], 0
+        chunks = [chunk for item in documents for chunk in item.chunks]
+        shas = [text_sha256(c.embedding_text) for c in chunks]
+        known = self.index.catalog.embeddings_by_text_sha(shas, self.embedder.model_id)
+        # Each new text once; one that the batch in flight embeds is taken from it (see _write).
+        earlier = set(self._embedding.todo) if self._embedding is not None else set()
+        first = {sha: i for i, sha in reversed(list(enumerate(shas))) if sha not in known and sha not in earlier}
+        todo = sorted(first, key=first.__getitem__)
+        texts = [chunks[first[sha]].embedding_text for sha in todo]
+        future = self._worker.submit(self.embedder.embed, texts) if texts else None
+        self.report.chunks_embedded += len(todo)
+        self.report.chunks_reused += len(chunks) - len(todo)
+        previous, self._embedding = self._embedding, _Batch(documents, shas, known, todo, future)
+        if previous is not None:
+            self._write(previous)
+
+    def _write_embedded(self) -> None:
+        batch, self._embedding = self._embedding, None
+        if batch is not None:
+            self._write(batch)
+
+    def _write(self, batch: _Batch) -> None:
+        if batch.vectors is not None:
+            batch.known.update(zip(batch.todo, batch.vectors.result(), strict=True))
+        following = self._embedding
+        if following is not None:  # texts it shares with this batch were left to this batch to embed
+            following.known.update({sha: batch.known[sha] for sha in following.shas if sha in batch.todo})
+        self._write_documents(batch.documents, batch.shas, batch.known)
+
+    def _write_documents(self, batch: list[PreparedDocument], shas: list[str], known: dict[str, np.ndarray]) -> None:
+        catalog, local = self.index.catalog, self.index.local
         model_id = self.embedder.model_id
         all_chunks = [chunk for item in batch for chunk in item.chunks]
-        embeddings = self._embed(all_chunks, model_id)
-        self._mark_dirty()
+        embeddings = (
+            np.stack([known[sha] for sha in shas]).astype(np.float32) if shas else np.zeros((0, 1), dtype=np.float32)
+        )
         old_ids = {item.found.display_path: set(catalog.chunk_ids_of(item.found.display_path)) for item in batch}
-        paths = [item.found.display_path for item in batch for _ in item.chunks]
-        if all_chunks:
-            vectors.upsert([c.id for c in all_chunks], embeddings, paths)
+        if not local:
+            self._mark_dirty()
+            paths = [item.found.display_path for item in batch for _ in item.chunks]
+            if all_chunks:
+                self.index.vectors.upsert([c.chunk_id for c in all_chunks], embeddings, paths)
         crash_point("after_vectors_upsert")
         offset = 0
         with catalog.transaction():
@@ -132,24 +216,14 @@ class BatchWriter:
         crash_point("after_catalog_commit")
         stale: set[str] = set()
         for item in batch:
-            stale |= old_ids[item.found.display_path] - {c.id for c in item.chunks}
+            stale |= old_ids[item.found.display_path] - {c.chunk_id for c in item.chunks}
             if item.existing is None:
                 self.report.added += 1
             else:
                 self.report.updated += 1
-        vectors.delete(sorted(stale))
+        if local:
+            self.index.sync()
+        else:
+            self.index.vectors.delete(sorted(stale))
+            self.index.vectors_written()
         crash_point("after_vectors_delete")
-
-    def _embed(self, chunks: list[Chunk], model_id: str) -> np.ndarray:
-        shas = [text_sha256(c.embedding_text) for c in chunks]
-        known = self.index.catalog.embeddings_by_text_sha(shas, model_id)
-        todo = sorted({sha: i for i, sha in enumerate(shas) if sha not in known}.items(), key=lambda kv: kv[1])
-        if todo:
-            vectors = self.embedder.embed([chunks[i].embedding_text for _, i in todo])
-            for (sha, _), vector in zip(todo, vectors, strict=True):
-                known[sha] = vector
-        self.report.chunks_embedded += len(todo)
-        self.report.chunks_reused += len(chunks) - len(todo)
-        if not chunks:
-            return np.zeros((0, 1), dtype=np.float32)
-        return np.stack([known[sha] for sha in shas]).astype(np.float32)

@@ -10,17 +10,23 @@ Stats of a call travel with its stream (`.stats`) or `complete()`'s result, so c
 mix them; `gen.last_stats` is a thread-local convenience (the calling thread's last finished call).
 """
 
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
 from appliance.models.generation import (
     ChatMessage,
     FairQueue,
     GenerationStats,
     GenerationStream,
     Generator,
-    LlamaCppGenerator,
     OpenAICompatibleGenerator,
     Ticket,
     load_generator,
 )
+
+if TYPE_CHECKING:
+    from appliance.models.generation.local import LlamaCppGenerator
 
 __all__ = [
     "ChatMessage",
@@ -33,3 +39,11 @@ __all__ = [
     "Ticket",
     "load_generator",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LlamaCppGenerator":  # imported on first use: the openai backend needs no llama-cpp-python
+        from appliance.models.generation.local import LlamaCppGenerator
+
+        return LlamaCppGenerator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

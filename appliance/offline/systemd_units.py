@@ -1,7 +1,8 @@
 """The systemd units: render the templates in systemd/ for one host, install them, create the service user.
 
 Standard library only: this module also runs inside the bootstrap installer, before anything is
-installed. The templates (appliance.service, appliance-reindex.{service,path,timer}) hold
+installed. The templates (appliance.service, appliance-reindex.{service,path,timer},
+appliance-watch.service) hold
 placeholders such as ``@PREFIX@``; `render_units` fills them from `UnitParams`, which refuses any
 value that would change the meaning of a unit line (whitespace, quotes, ``%`` specifiers, ``$``
 variables, backslashes).
@@ -36,9 +37,12 @@ TEMPLATE_NAMES = (
     "appliance-reindex.service",
     "appliance-reindex.path",
     "appliance-reindex.timer",
+    "appliance-watch.service",
 )
-# What `install_units` enables and starts; the reindex service itself is started by these two.
-ENABLE_UNITS = ("appliance.service", "appliance-reindex.path", "appliance-reindex.timer")
+# What `install_units` enables and starts; the reindex service itself is started by the path unit (on a
+# change at the top of the docs folder, or on the trigger file appliance-watch.service writes for a
+# change anywhere below it) and by the timer.
+ENABLE_UNITS = ("appliance.service", "appliance-reindex.path", "appliance-reindex.timer", "appliance-watch.service")
 REINDEX_SERVICE = "appliance-reindex.service"
 DEFAULT_UNIT_DIR = Path("/etc/systemd/system")
 # Present only when PID 1 is systemd (what sd_booted(3) checks).

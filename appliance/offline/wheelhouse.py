@@ -2,9 +2,10 @@
 
 Three kinds of wheel: the locked dependencies (`pip wheel --no-deps -r requirements.lock`: wheels
 are copied, the rare sdist is built), llama-cpp-python built for the target (portable CPU build with
--DGGML_NATIVE=OFF, or CUDA with --gpu cuda; ~4 minutes on 2 cores, so a built wheel is cached in
-~/.cache/appliance/wheels and reused), and the appliance itself. SOURCE_DATE_EPOCH is fixed while
-building so the same sources give the same wheel bytes (and so the same manifest).
+every CPU variant, the best one loaded at run time, or CUDA with --gpu cuda; minutes on 2 cores, so a
+built wheel is cached in ~/.cache/appliance/wheels/<flavour> and reused), and the appliance itself.
+SOURCE_DATE_EPOCH is fixed while building so the same sources give the same wheel bytes (and so the
+same manifest).
 """
 
 from __future__ import annotations
@@ -21,6 +22,11 @@ from appliance.offline.archive import DEFAULT_EPOCH
 from appliance.offline.manifest import BundleError
 
 GPU_TARGETS = {"cuda": "-DGGML_CUDA=on"}
+# The CPU build: portable (no -march=native) with every x86 variant as a loadable library installed
+# beside libllama (appliance/models/generation/cpu_backends.py picks one). The Makefile builds the same.
+CPU_FLAGS = "-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DCMAKE_INSTALL_BINDIR=llama_cpp/lib"
+CPU_CACHE = "cpu-all-variants"
+BUILD_OPTIONS = ("--no-cache-dir", "--no-binary", "llama-cpp-python")  # a fresh build, from the sdist
 Progress = Callable[[str], None]
 
 
@@ -59,15 +65,16 @@ def llama_wheel(
             raise BundleError(f"--llama-wheel {given}: not a llama_cpp_python wheel")
         return Path(shutil.copy2(given, destination / given.name))
     version = metadata.version("llama-cpp-python")
-    cache = (cache or default_llama_cache()) / (gpu or "")
+    cache = (cache or default_llama_cache()) / (gpu or CPU_CACHE)
     cached = sorted(cache.glob(f"llama_cpp_python-{version}-*.whl"))
     if not cached:
         progress(f"build llama-cpp-python {version} ({gpu or 'portable CPU'}; several minutes)")
         cache.mkdir(parents=True, exist_ok=True)
-        flags = "-DGGML_NATIVE=OFF" + (f" {GPU_TARGETS[gpu]}" if gpu else "")
+        flags = f"-DGGML_NATIVE=OFF {GPU_TARGETS[gpu]}" if gpu else CPU_FLAGS
         env = {**_build_env(), "CMAKE_ARGS": flags, "CMAKE_BUILD_PARALLEL_LEVEL": str(os.cpu_count() or 2)}
         _pip(
-            ["wheel", "--no-deps", "--no-binary", "llama-cpp-python", f"llama-cpp-python=={version}", "-w", str(cache)],
+            # --no-cache-dir: else pip hands back a wheel it built from the same sdist with other flags.
+            ["wheel", "--no-deps", *BUILD_OPTIONS, f"llama-cpp-python=={version}", "-w", str(cache)],
             env=env,
             what=f"building llama-cpp-python {version} with {flags}",
         )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from dataclasses import dataclass
 
-from appliance.retrieve.filters import NO_FILTERS, Filters
+from appliance.index.filters import NO_FILTERS, Filters
 from appliance.retrieve.fts_query import identifier_match, word_match
 
 

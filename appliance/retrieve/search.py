@@ -15,32 +15,32 @@ from typing import Any, Literal
 import numpy as np
 
 from appliance.config import Settings
-from appliance.index.catalog import ChunkRow
+from appliance.index.catalog import Catalog
+from appliance.index.filters import NO_FILTERS, Filters
 from appliance.index.index import Index
+from appliance.index.records import ChunkRecord, ChunkRow
+from appliance.models.calibration import log_calibration_warnings
 from appliance.models.embedder import Embedder
 from appliance.models.registry import load_embedder
 from appliance.retrieve.aggregate import aggregate_documents
 from appliance.retrieve.evidence import Evidence, EvidenceSignals, decide_evidence
-from appliance.retrieve.filters import NO_FILTERS, Filters
 from appliance.retrieve.fusion import reciprocal_rank_fusion, weighted_fusion, zscore_fusion
 from appliance.retrieve.lexical import lexical_search
 from appliance.retrieve.rerank import Reranker, find_reranker
+from appliance.retrieve.spelling import Spelling, correct_spelling
+from appliance.retrieve.vocabulary import CorpusVocabulary
 
 Mode = Literal["lexical", "dense", "hybrid"]
 MODES: tuple[Mode, ...] = ("lexical", "dense", "hybrid")
 Scored = list[tuple[ChunkRow, float]]
 
 
-@dataclass(frozen=True)
-class Hit:
+@dataclass(frozen=True, kw_only=True)
+class Hit(ChunkRecord):
+    """A chunk found by a search: its rank (1 = best) and its score under the mode that ranked it."""
+
     rank: int
-    chunk_id: str
-    path: str
-    title: str
-    section: str
-    page: int | None
     score: float
-    text: str
 
 
 @dataclass
@@ -60,10 +60,22 @@ class SearchResult:
     evidence: Evidence
     timings_ms: dict[str, float] = field(default_factory=dict)
     reranked: bool = False
+    # What was searched: the query with its misspellings corrected (`spelling.corrections`), else the query.
+    spelling: Spelling | None = None
+
+    @property
+    def searched(self) -> str:
+        return self.spelling.text if self.spelling is not None else self.query
+
+    @property
+    def did_you_mean(self) -> dict[str, Any] | None:
+        return self.spelling.as_json() if self.spelling is not None else None
 
     def as_json(self) -> dict[str, Any]:
         return {
             "query": self.query,
+            "searched": self.searched,
+            "did_you_mean": self.did_you_mean,
             "mode": self.mode,
             "hits": [asdict(hit) for hit in self.hits],
             "evidence": self.evidence.as_json(),
@@ -79,7 +91,9 @@ class Searcher:
         self.settings = settings
         self.index = index or Index(settings)
         self._embedder = embedder
+        log_calibration_warnings(settings)
         self._reranker: Reranker | bool | None = False  # False: not looked up yet
+        self._vocabulary: CorpusVocabulary | None = None
 
     @property
     def embedder(self) -> Embedder:
@@ -98,6 +112,18 @@ class Searcher:
             )
         return self._reranker if isinstance(self._reranker, Reranker) else None
 
+    @property
+    def catalog(self) -> Catalog:
+        return self.index.catalog
+
+    @property
+    def vocabulary(self) -> CorpusVocabulary:
+        """The corpus's words, cached across searches until the index changes."""
+        if self._vocabulary is None or self._vocabulary.conn is not self.catalog.conn:
+            self._vocabulary = CorpusVocabulary(self.catalog.conn)
+        self._vocabulary.refresh()
+        return self._vocabulary
+
     def close(self) -> None:
         self.index.close()
 
@@ -113,7 +139,7 @@ class Searcher:
     ) -> Candidates:
         settings = self.settings.search
         found = Candidates()
-        catalog = self.index.catalog
+        catalog = self.catalog
         if mode in ("lexical", "hybrid"):
             t = time.perf_counter()
             hits = lexical_search(
@@ -138,8 +164,7 @@ class Searcher:
             found.dense = [
                 (rows_by_id[h.chunk_id], h.similarity)
                 for h in dense
-                if h.chunk_id in rows_by_id
-                and filters.admits(rows_by_id[h.chunk_id].document_path, rows_by_id[h.chunk_id].type)
+                if h.chunk_id in rows_by_id and filters.admits(rows_by_id[h.chunk_id].path, rows_by_id[h.chunk_id].type)
             ]
             found.timings_ms["dense"] = _ms(t)
         return found
@@ -150,17 +175,17 @@ class Searcher:
             return list(found.lexical)
         if mode == "dense":
             return list(found.dense)
-        rows = {row.id: row for row, _ in [*found.lexical, *found.dense]}
+        rows = {row.chunk_id: row for row, _ in [*found.lexical, *found.dense]}
         if settings.fusion in ("weighted", "zscore"):
             fuse = weighted_fusion if settings.fusion == "weighted" else zscore_fusion
             fused = fuse(
-                [(row.id, s) for row, s in found.lexical],
-                [(row.id, s) for row, s in found.dense],
+                [(row.chunk_id, s) for row, s in found.lexical],
+                [(row.chunk_id, s) for row, s in found.dense],
                 settings.dense_weight,
             )
         else:
             fused = reciprocal_rank_fusion(
-                [[row.id for row, _ in found.lexical], [row.id for row, _ in found.dense]], k=settings.rrf_k
+                [[row.chunk_id for row, _ in found.lexical], [row.chunk_id for row, _ in found.dense]], k=settings.rrf_k
             )
         return [(rows[chunk_id], score) for chunk_id, score in fused]
 
@@ -189,22 +214,35 @@ class Searcher:
         k = self.settings.search.k if k is None else k
         mode = mode or self.settings.search.mode
         started = time.perf_counter()
-        found, ranked, reranked, timings = self._ranked(query, mode, max(self.settings.search.candidates, k), filters)
-        t = time.perf_counter()
-        evidence = decide_evidence(
-            EvidenceSignals.collect(
-                self.index.catalog.conn,
-                query,
-                self._complete_for_evidence(query, mode, found, filters),
-                ranked if reranked else None,
-                word_pieces=self.embedder.count_tokens.pieces,
-            ),
-            self.settings,
-        )
-        timings["evidence"] = _ms(t)
+        with self.index.reading():  # both retrievers and the evidence see one committed state
+            vocabulary = self.vocabulary
+            spelling = (
+                correct_spelling(query, vocabulary, self.embedder.count_tokens.split)
+                if self.settings.search.correct_spelling
+                else Spelling(query)
+            )
+            searched = spelling.text
+            spelling_ms = _ms(started)
+            found, ranked, reranked, timings = self._ranked(
+                searched, mode, max(self.settings.search.candidates, k), filters
+            )
+            timings["spelling"] = spelling_ms
+            t = time.perf_counter()
+            evidence = decide_evidence(
+                EvidenceSignals.collect(
+                    self.catalog.conn,
+                    searched,
+                    self._complete_for_evidence(searched, mode, found, filters),
+                    ranked if reranked else None,
+                    word_pieces=self.embedder.count_tokens.split,
+                    vocabulary=vocabulary,
+                ),
+                self.settings,
+            )
+            timings["evidence"] = _ms(t)
         hits = [_hit(rank, row, score) for rank, (row, score) in enumerate(ranked[:k], start=1)]
         timings["total"] = _ms(started)
-        return SearchResult(query, mode, hits, evidence, timings, reranked)
+        return SearchResult(query, mode, hits, evidence, timings, reranked, spelling)
 
     def _ranked(
         self, query: str, mode: Mode, n: int, filters: Filters, query_vector: np.ndarray | None = None
@@ -243,11 +281,12 @@ class Searcher:
     ) -> tuple[list[tuple[str, float]], dict[str, float]]:
         """Documents ranked by their best chunk (plus a share of their other chunks)."""
         mode = mode or self.settings.search.mode
-        _, ranked, _, timings = self._ranked(
-            query, mode, max(self.settings.search.candidates, k), filters, query_vector
-        )
+        with self.index.reading():
+            _, ranked, _, timings = self._ranked(
+                query, mode, max(self.settings.search.candidates, k), filters, query_vector
+            )
         documents = aggregate_documents(
-            ranked, lambda row: row.document_path, other_chunks_weight=self.settings.search.other_chunks_weight
+            ranked, lambda row: row.path, other_chunks_weight=self.settings.search.other_chunks_weight
         )
         return [(doc, score) for doc, score, _ in documents[:k]], timings
 
@@ -255,8 +294,8 @@ class Searcher:
 def _hit(rank: int, row: ChunkRow, score: float) -> Hit:
     return Hit(
         rank=rank,
-        chunk_id=row.id,
-        path=row.document_path,
+        chunk_id=row.chunk_id,
+        path=row.path,
         title=row.title,
         section=row.section,
         page=row.page,

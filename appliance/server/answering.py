@@ -23,8 +23,8 @@ import anyio.lowlevel
 from appliance.answer.answerer import Answerer, AnswerEvent
 from appliance.answer.followup import Turn
 from appliance.errors import GeneratorBusy
+from appliance.index.filters import Filters
 from appliance.models.generation import ChatMessage, GenerationStats, GenerationStream, Generator
-from appliance.retrieve.filters import Filters
 from appliance.server.problems import AnswerTimeout, log_unexpected
 from appliance.server.state import AppState
 
@@ -122,14 +122,22 @@ async def answer_events(
     handle = _StreamHandle()
     view = Answerer(
         state.settings,
-        searcher=state.answerer.searcher,
+        searcher=state.searcher,
         generator=_TrackedGenerator(state.generator, handle),  # type: ignore[arg-type]
     )
     send, receive = anyio.create_memory_object_stream[tuple[str, Any]](0)
     token = anyio.lowlevel.current_token()
+    # A call scheduled on the event loop just as the loop shuts down is never run, and the thread
+    # would wait on it forever with its queue slot taken. So once the listener has left, the thread
+    # stops calling into the loop, and the listener waits until no call of the thread is in flight.
+    listener_gone = threading.Event()
+    delivering = threading.Lock()
 
     def deliver(kind: str, value: Any) -> None:
-        anyio.from_thread.run(send.send, (kind, value), token=token)
+        with delivering:
+            if listener_gone.is_set():
+                raise anyio.BrokenResourceError
+            anyio.from_thread.run(send.send, (kind, value), token=token)
 
     def produce() -> None:
         iterator: Iterator[AnswerEvent] | None = None
@@ -181,7 +189,20 @@ async def answer_events(
                 raise value
             yield value
     finally:
+        listener_gone.set()
         if not finished:
             handle.cancel()
-        receive.close()
+        receive.close()  # a send the thread is blocked in fails now, on the loop's next turn
         send.close()
+        with anyio.CancelScope(shield=True):
+            await _until_released(delivering, timeout_s=5.0)
+
+
+async def _until_released(lock: threading.Lock, *, timeout_s: float) -> None:
+    """Let the event loop run until another thread has let go of `lock` (at most `timeout_s`)."""
+    deadline = time.monotonic() + timeout_s
+    while not lock.acquire(blocking=False):
+        if time.monotonic() > deadline:
+            return
+        await anyio.sleep(0.001)
+    lock.release()

@@ -42,6 +42,7 @@ from appliance.config import Settings, load_settings
 from appliance.errors import ApplianceError
 from appliance.server import routes_admin, routes_answer, routes_documents, routes_openai, routes_ops, routes_ui
 from appliance.server.auth import TokenStore
+from appliance.server.index_sync import IndexSync
 from appliance.server.middleware import RequestContextMiddleware
 from appliance.server.problems import install_problem_handlers
 from appliance.server.responses import ApplianceJSONResponse
@@ -99,11 +100,20 @@ def create_app(settings: Settings, *, answerer: Answerer | None = None) -> FastA
         audit=AuditLog(settings),
     )
 
+    # The searcher answers from the local vector store only as its owner, brought up to date by the
+    # sync thread and before each search with what other processes commit to the catalog.
+    state.searcher.index.serve(settings.index.lock_timeout_s)
+    index_sync = IndexSync(settings) if not settings.vectors.url else None
+
     @asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if index_sync is not None:
+            index_sync.start()
         try:
             yield
         finally:
+            if index_sync is not None:
+                index_sync.stop()
             if owns_answerer:
                 state.answerer.close()
             state.tokens.close()

@@ -43,11 +43,7 @@ def document_json(doc: DocumentRow) -> dict[str, Any]:
 async def documents(request: Request, principal: CanListDocuments) -> Response:
     state = app_state(request)
 
-    def run() -> list[DocumentRow]:
-        with state.retrieval_lock:  # the searcher's catalog connection is shared
-            return state.answerer.searcher.index.catalog.documents()
-
-    rows = await anyio.to_thread.run_sync(run)
+    rows = await anyio.to_thread.run_sync(state.documents)
     note_audit(request, extra={"documents": len(rows)})
     return ApplianceJSONResponse({"documents": [document_json(doc) for doc in rows]})
 

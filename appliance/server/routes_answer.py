@@ -22,7 +22,7 @@ from starlette.responses import Response
 from appliance.answer.answerer import AnswerEvent, AnswerResult
 from appliance.answer.followup import Turn
 from appliance.errors import ApplianceError
-from appliance.retrieve.filters import Filters
+from appliance.index.filters import Filters
 from appliance.retrieve.search import SearchResult
 from appliance.server.access import CanAsk, CanSearch
 from appliance.server.answering import answer_events
@@ -138,7 +138,7 @@ async def search(body: SearchRequest, request: Request, principal: CanSearch) ->
 
     def run() -> SearchResult:
         with state.retrieval_lock:
-            return state.answerer.searcher.search(body.query, k=body.k, mode=body.mode, filters=filters)
+            return state.searcher.search(body.query, k=body.k, mode=body.mode, filters=filters)
 
     result = await anyio.to_thread.run_sync(run)
     note_audit(request, **search_audit(state, result))

@@ -20,7 +20,8 @@ from starlette.responses import Response
 from appliance.documents.original import Original, indexed_document, read_file
 from appliance.documents.view import document_view
 from appliance.errors import DocumentUnavailable
-from appliance.index.catalog import ChunkRow, DocumentRow
+from appliance.index.catalog import DocumentRow
+from appliance.index.records import ChunkRow
 from appliance.server.access import CanOpenDocuments
 from appliance.server.auditing import note_audit
 from appliance.server.responses import ApplianceJSONResponse
@@ -50,7 +51,7 @@ def _document(state: AppState, document_id: int, chunk_id: str | None = None) ->
         catalog = state.catalog()
         document = indexed_document(catalog, document_id)
         chunk = catalog.chunks_by_ids([chunk_id]).get(chunk_id) if chunk_id else None
-    if chunk_id and (chunk is None or chunk.document_path != document.path):
+    if chunk_id and (chunk is None or chunk.path != document.path):
         raise DocumentUnavailable(404, "Chunk not found", f"chunk {chunk_id} is not a passage of {document.path}")
     return document, chunk
 

@@ -22,7 +22,7 @@ from starlette.responses import Response
 
 from appliance.answer.answerer import AnswerEvent, AnswerResult, Citation
 from appliance.answer.followup import Turn
-from appliance.retrieve.filters import NO_FILTERS
+from appliance.index.filters import NO_FILTERS
 from appliance.server.access import CanAsk
 from appliance.server.answering import answer_events
 from appliance.server.auditing import note_audit
@@ -54,6 +54,7 @@ def appliance_extension(result: AnswerResult) -> dict[str, Any]:
         "refused": result.refused,
         "truncated": result.truncated,
         "searched": result.searched,
+        "did_you_mean": result.did_you_mean,
     }
 
 

@@ -8,6 +8,7 @@ import anyio
 from fastapi import APIRouter, Request
 from starlette.responses import PlainTextResponse, Response
 
+from appliance.models.calibration import calibration_warnings
 from appliance.models.store import ModelStore
 from appliance.server.problems import Problem, problem_response
 from appliance.server.responses import ApplianceJSONResponse
@@ -30,7 +31,7 @@ def readiness(state: AppState) -> tuple[dict[str, str], list[str], dict[str, Any
     checks: dict[str, str] = {}
     reasons: list[str] = []
     try:
-        state.answerer.searcher.embedder  # noqa: B018 - loads (and caches) the embedder
+        state.searcher.embedder  # noqa: B018 - loads (and caches) the embedder
         checks["embedder"] = "ok"
     except Exception as exc:
         checks["embedder"] = "failed"
@@ -50,11 +51,28 @@ def readiness(state: AppState) -> tuple[dict[str, str], list[str], dict[str, Any
             reasons.append(str(exc))
     counts: dict[str, Any] = {}
     try:
+        local = not settings.vectors.url
+        if local and state.searcher.index.vectors_owner() is None:
+            with state.retrieval_lock:  # nobody holds the local store: claim it now (the sync thread would)
+                state.searcher.index.owns_vectors  # noqa: B018
         status = index_status(settings)
-        counts = {"documents": status["documents"], "chunks": status["chunks"], "vectors": status["vectors"]}
+        counts = {
+            "documents": status["documents"],
+            "chunks": status["chunks"],
+            "vectors": status["vectors"],
+            # What this server answers from: the newest change its vectors reflect (readiness brought them
+            # up to date first), and changes committed that they do not reflect yet.
+            "index_updated_at": status["index_updated_at"],
+            "pending_changes": status["pending_changes"],
+        }
         checks["index"] = "ok" if status["consistent"] else "inconsistent"
         if not status["consistent"]:
             reasons.append(f"the index is inconsistent ({status['consistency']}): run `appliance reindex` to repair it")
+        elif local and status["vectors_owner"] != "this process":
+            # Answering from a local store another process writes would be answering from old vectors.
+            checks["index"] = "not owned"
+            holder = status["vectors_owner"] or "nobody yet (this server is claiming it)"
+            reasons.append(f"the local vector store is held by {holder}; this server answers only as its owner")
     except Exception as exc:
         checks["index"] = "failed"
         reasons.append(f"the index cannot be read: {exc}")
@@ -65,19 +83,19 @@ def readiness(state: AppState) -> tuple[dict[str, str], list[str], dict[str, Any
 async def readyz(request: Request) -> Response:
     state = app_state(request)
     checks, reasons, counts = await anyio.to_thread.run_sync(readiness, state)
+    # Ready all the same: a decision calibrated for another embedder falls back to a scale-free rule.
+    warnings = calibration_warnings(state.settings)
     if reasons:
-        problem = Problem(
-            503, "; ".join(reasons), title="Not ready", extra={"ready": False, "reasons": reasons, "checks": checks}
-        )
+        extra = {"ready": False, "reasons": reasons, "checks": checks, **counts, "warnings": warnings}
+        problem = Problem(503, "; ".join(reasons), title="Not ready", extra=extra)
         return problem_response(problem, request.state.request_id)
-    return ApplianceJSONResponse({"ready": True, "checks": checks, **counts})
+    return ApplianceJSONResponse({"ready": True, "checks": checks, **counts, "warnings": warnings})
 
 
 def gauges(state: AppState) -> dict[str, tuple[str, float]]:
     generator = state.loaded_generator()
     depth = generator.queue_depth() if generator is not None else 0
-    with state.retrieval_lock:
-        counts = state.answerer.searcher.index.catalog.counts()
+    counts = state.index_counts()
     return {
         "appliance_generator_queue_depth": ("Generations running plus waiting for the model.", float(depth)),
         "appliance_index_documents": (

@@ -11,8 +11,9 @@ from fastapi import Request
 from appliance.answer.answerer import Answerer
 from appliance.audit import AuditLog
 from appliance.config import Settings
-from appliance.index.catalog import Catalog
+from appliance.index.catalog import Catalog, DocumentRow
 from appliance.models.generation import Generator
+from appliance.retrieve.search import Searcher
 from appliance.server.auth import TokenStore
 from appliance.server.metrics import Metrics
 
@@ -37,9 +38,24 @@ class AppState:
         default_factory=lambda: threading.BoundedSemaphore(MAX_ASKS_IN_FLIGHT)
     )
 
+    @property
+    def searcher(self) -> Searcher:
+        """The answerer's searcher: its index and embedder serve /v1/search too."""
+        return self.answerer.searcher
+
+    def documents(self) -> list[DocumentRow]:
+        """The indexed documents (blocking: run in a thread)."""
+        with self.retrieval_lock:  # the searcher's catalog connection is shared
+            return self.searcher.catalog.documents()
+
+    def index_counts(self) -> dict[str, int]:
+        """Documents, failed, skipped and chunks in the catalog (blocking: run in a thread)."""
+        with self.retrieval_lock:
+            return self.searcher.catalog.counts()
+
     def catalog(self) -> Catalog:
         """The shared catalog connection: use it under `retrieval_lock`."""
-        return self.answerer.searcher.index.catalog
+        return self.searcher.catalog
 
     def generator(self) -> Generator:
         """The one generator, loaded on first use (seconds for a local model)."""

@@ -2,8 +2,8 @@
 
 `guard_prefix(log)` is the strace prefix that records every connect, sendto, sendmsg, sendmmsg and
 bind of a command and all its children and threads (seccomp-bpf: only those system calls stop the
-process, so torch and llama.cpp run at full speed). `parse_log(log)` reads such a log (or one written
-by tests/offline_target.py `traced()`) and classifies every attempt:
+process, so torch, pip and llama.cpp run at full speed; tests/offline_target.py `traced()` is this
+prefix). `parse_log(log)` reads such a log and classifies every attempt:
 
 * allowed: AF_UNIX, AF_NETLINK, AF_UNSPEC (a disconnect), and IPv4 127.0.0.0/8, IPv6 ::1 (also as
   ::ffff:127.x.y.z), whatever the port, except port 53;

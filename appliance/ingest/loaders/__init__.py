@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from pathlib import Path
 
-from appliance.errors import DocumentError, UnsupportedDocument
+from appliance.errors import NothingToIndex, UnsupportedDocument
 from appliance.ingest.document import LoadedDocument
 
 from .docx_loader import load_docx
@@ -48,8 +48,9 @@ def load_document(
 ) -> LoadedDocument:
     """Load one document. `display_path` names it in the result and in errors (default: str(path)).
 
-    Raises UnsupportedDocument for a file type that is not indexed (skip it), and DocumentError
-    for a supported file that cannot be read (report it); nothing else for a bad file.
+    Raises SkippedDocument for a file with nothing to index (UnsupportedDocument: a type that is not
+    indexed; NothingToIndex: no text in it) and DocumentError for a supported file that is broken or
+    cannot be read (report it as failed); nothing else for a bad file.
     """
     path = Path(path)
     shown = display_path if display_path is not None else str(path)
@@ -61,7 +62,7 @@ def load_document(
     source = Source(path=path, display_path=shown)
     document = loader(read_source(source, max_bytes), source)
     if not document.text.strip():
-        raise DocumentError(shown, "no text content")
+        raise NothingToIndex(shown, "no text content")
     return document
 
 

@@ -38,8 +38,9 @@ def _declared_charset(data: bytes) -> str | None:
     return None if name.startswith(_UNICODE_FAMILY) else name
 
 
-def _parse(text: str) -> Element | None:
-    """The lxml tree, or None when libxml2 gave up part-way (then the stream fallback is used)."""
+def parse_html(text: str) -> Element | None:
+    """The lxml tree, or None when libxml2 gave up part-way (then the stream fallback is used; the
+    document viewer falls back the same way)."""
     parser = lxml.html.HTMLParser(encoding="utf-8", huge_tree=True, remove_comments=True, remove_pis=True)
     try:
         root = lxml.html.document_fromstring(text.encode("utf-8"), parser=parser)
@@ -244,7 +245,7 @@ def _load_tree(root: Element, builder: DocumentBuilder) -> str:
 def load_html(data: bytes, source: Source) -> LoadedDocument:
     text = decode_text(data, source.display_path, declared_encoding=_declared_charset(data))
     builder = DocumentBuilder(source.display_path, "html")
-    root = _parse(text) if text.strip() else None
+    root = parse_html(text) if text.strip() else None
     if root is not None:
         title = _load_tree(root, builder)
     else:

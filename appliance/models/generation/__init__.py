@@ -3,13 +3,22 @@
 Modules: base (messages, stats, the stream object, the Generator protocol), fair_queue (the FIFO
 queue in front of a local model), local (LlamaCppGenerator), remote (OpenAICompatibleGenerator),
 llama_log (llama.cpp's log into Python logging), loader (load_generator).
+
+`LlamaCppGenerator` is imported on first use only: a host that runs the `openai` backend needs no
+llama-cpp-python at all.
 """
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from appliance.models.generation.base import ChatMessage, GenerationStats, GenerationStream, Generator
 from appliance.models.generation.fair_queue import FairQueue, Ticket
 from appliance.models.generation.loader import load_generator
-from appliance.models.generation.local import LlamaCppGenerator
 from appliance.models.generation.remote import OpenAICompatibleGenerator
+
+if TYPE_CHECKING:
+    from appliance.models.generation.local import LlamaCppGenerator
 
 __all__ = [
     "ChatMessage",
@@ -22,3 +31,11 @@ __all__ = [
     "Ticket",
     "load_generator",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    if name == "LlamaCppGenerator":
+        from appliance.models.generation.local import LlamaCppGenerator
+
+        return LlamaCppGenerator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -48,6 +48,9 @@ class GenerationStats:
     # prompt_tokens when the KV cache already held a prefix of the prompt (see LlamaCppGenerator).
     prompt_eval_tokens: int | None = None
     decode_eval_tokens: int | None = None
+    # Draft-and-verify decoding (generator.draft): tokens proposed, and those the model kept.
+    draft_tokens: int | None = None
+    accepted_tokens: int | None = None
 
     @property
     def prefill_tokens_per_s(self) -> float | None:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from appliance.config import Settings
 from appliance.models.generation.base import Generator
-from appliance.models.generation.local import LlamaCppGenerator
 from appliance.models.generation.remote import OpenAICompatibleGenerator
 from appliance.models.store import ModelStore
 
@@ -15,6 +14,8 @@ def load_generator(settings: Settings) -> Generator:
     config = settings.generator
     if config.backend == "openai":
         return OpenAICompatibleGenerator.from_settings(config)
+    from appliance.models.generation.local import LlamaCppGenerator  # llama-cpp-python only for this backend
+
     store = ModelStore(settings.models_dir)
     stored = store.find("generator", config.model)
     return LlamaCppGenerator.from_settings(config, store.path_of(stored), model_id=stored.name)

@@ -16,6 +16,12 @@ evaluates the prefix alone first), so the same prompt with the same seed gives t
 whatever ran before, and prefill numbers stay honest: `prompt_eval_tokens` (n_p_eval) is what was
 evaluated, `prompt_tokens` the whole prompt. `reuse_system_prefix=False` evaluates every prompt in full.
 
+Drafting (`draft="prompt_lookup"`, greedy only): after the prompt, `drafting.GreedyVerifier`
+decodes instead of llama-cpp-python's sampler loop, checking several prompt-lookup tokens per model
+call; the tokens are those of plain greedy decoding. prefill_ms and prompt_eval_tokens are then
+llama.cpp's timers at the end of the prompt, and decode_ms the wall time of the decoding after it
+(llama.cpp counts a verified batch as prompt evaluation).
+
 Prompt cache: with `reuse_prompt_cache=True`, llama-cpp-python instead keeps the previous call's
 tokens and evaluates only the part of a new prompt after the longest common prefix: faster still for
 near-identical prompts, but an exactly repeated prompt has its last token re-evaluated singly
@@ -25,12 +31,14 @@ history, because a prompt evaluated in different batches gives slightly differen
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
 import threading
 import time
 from collections.abc import Generator as PyGenerator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -47,13 +55,55 @@ from appliance.models.generation.base import (
     StatsBox,
     check_messages,
 )
+from appliance.models.generation.cpu_backends import load_cpu_backend, loaded_variant
+from appliance.models.generation.drafting import GreedyVerifier, PromptLookup, TextAssembler
 from appliance.models.generation.fair_queue import FairQueue, Ticket
 from appliance.models.generation.llama_log import router
 
 logger = logging.getLogger("appliance.generator")
 
 _LOAD_LOCK = threading.Lock()  # loads capture llama.cpp's process-wide log one at a time
+# ggml type ids. q8_0 keeps llama.cpp's CPU flash attention on one code path for one token and for
+# several (with an f16 cache a single token at 512+ cached positions takes a split-KV path whose sums
+# are ordered differently), so drafted decoding keeps plain decoding's tokens exactly.
+KV_CACHE_TYPES = {"f16": 1, "q8_0": 8}
+# Repacking (llama.cpp's "extra buffer types", on by default there and here) lays Q4_K weights out for
+# kernels that take four tokens at a time, and one by one otherwise: a call of 2 tokens sums exactly as
+# single tokens do, a call of 4 does not (generator.draft_max_tokens stays at 1 for that reason).
 _LAYER_LINE = re.compile(r"layer\s+(\d+) assigned to device (\S+?),")
+
+
+@contextlib.contextmanager
+def _model_params(**fields: Any) -> Iterator[None]:
+    """Model parameters llama-cpp-python's Llama() takes no argument for (use_extra_bufts), set on the
+    defaults it starts from while one model loads (callers hold _LOAD_LOCK)."""
+    module = llama_cpp.llama.llama_cpp
+    original = module.llama_model_default_params
+
+    def defaults() -> Any:
+        params = original()
+        for name, value in fields.items():
+            setattr(params, name, value)
+        return params
+
+    module.llama_model_default_params = defaults
+    try:
+        yield
+    finally:
+        module.llama_model_default_params = original
+
+
+def hold_prefix(llm: llama_cpp.Llama, prefix: list[int]) -> None:
+    """Leave exactly `prefix` in the KV cache of `llm`: kept when it is already there, else evaluated
+    alone. What follows is then evaluated apart from it, so a prompt's batches do not depend on what
+    ran before (scripts/bench_generation.py gives plain llama.cpp the same start)."""
+    held = llm.n_tokens >= len(prefix) and llm.input_ids[: len(prefix)].tolist() == prefix
+    if held and llm._ctx.kv_cache_seq_rm(-1, len(prefix), -1):
+        llm.n_tokens = len(prefix)
+        return
+    llm.reset()
+    if prefix:
+        llm.eval(prefix)
 
 
 def _ms_since(start: float) -> float:
@@ -90,12 +140,18 @@ class LlamaCppGenerator(GeneratorBase):
         n_batch: int = 512,
         n_gpu_layers: int = -1,
         max_tokens: int = 384,
-        temperature: float = 0.1,
+        temperature: float = 0.0,
         seed: int = 42,
         queue_size: int = 8,
         queue_timeout_s: float = 300.0,
         reuse_prompt_cache: bool = False,
         reuse_system_prefix: bool = True,
+        draft: str = "none",
+        draft_max_tokens: int = 1,
+        flash_attn: bool = False,
+        cpu_variant: str = "auto",
+        kv_cache_type: str = "f16",
+        repack: bool = True,
     ) -> None:
         super().__init__()
         self.model_path = Path(model_path)
@@ -109,6 +165,16 @@ class LlamaCppGenerator(GeneratorBase):
         self.seed = seed
         self.reuse_prompt_cache = reuse_prompt_cache
         self.reuse_system_prefix = reuse_system_prefix
+        if draft not in ("none", "prompt_lookup"):
+            raise GeneratorError(f"unknown draft method '{draft}' (expected none or prompt_lookup)")
+        self.draft = draft
+        self.draft_max_tokens = draft_max_tokens
+        self.flash_attn = flash_attn
+        self.cpu_variant = cpu_variant
+        if kv_cache_type not in KV_CACHE_TYPES:
+            raise GeneratorError(f"unknown KV cache type '{kv_cache_type}' (expected {' or '.join(KV_CACHE_TYPES)})")
+        self.kv_cache_type = kv_cache_type
+        self.repack = repack
         self._queue = FairQueue(queue_size, queue_timeout_s)
         self._llm, self._layer_devices = self._load()
         self._formatter = self._gguf_chat_formatter()
@@ -130,6 +196,12 @@ class LlamaCppGenerator(GeneratorBase):
             queue_size=settings.queue_size,
             queue_timeout_s=settings.queue_timeout_s,
             reuse_system_prefix=settings.reuse_system_prefix,
+            draft=settings.draft,
+            draft_max_tokens=settings.draft_max_tokens,
+            flash_attn=settings.flash_attn,
+            cpu_variant=settings.cpu_variant,
+            kv_cache_type=settings.kv_cache_type,
+            repack=settings.repack,
         )
 
     # -- loading -----------------------------------------------------------------------------
@@ -141,7 +213,8 @@ class LlamaCppGenerator(GeneratorBase):
                 "`appliance models init` (development) or install a bundle; models are never downloaded."
             )
         router.install()
-        with _LOAD_LOCK, router.capture() as lines:
+        with _LOAD_LOCK, router.capture() as lines, _model_params(use_extra_bufts=self.repack):
+            load_cpu_backend(self.cpu_variant)  # a build with every CPU variant: load the one for this CPU
             try:
                 llm = llama_cpp.Llama(
                     model_path=str(self.model_path),
@@ -150,6 +223,9 @@ class LlamaCppGenerator(GeneratorBase):
                     n_threads_batch=self.n_threads,
                     n_batch=self.n_batch,
                     n_gpu_layers=self.n_gpu_layers,
+                    flash_attn=self.flash_attn,
+                    type_k=KV_CACHE_TYPES[self.kv_cache_type],
+                    type_v=KV_CACHE_TYPES[self.kv_cache_type],
                     seed=self.seed,
                     verbose=False,
                 )
@@ -240,17 +316,6 @@ class LlamaCppGenerator(GeneratorBase):
             length += 1
         return prompt[: min(length, len(prompt) - 1)]  # at least one token is left to evaluate
 
-    def _start_after(self, prefix: list[int]) -> None:
-        """Leave exactly `prefix` in the KV cache: kept when it is already there, else evaluated alone."""
-        llm = self._llm
-        held = llm.n_tokens >= len(prefix) and llm.input_ids[: len(prefix)].tolist() == prefix
-        if held and llm._ctx.kv_cache_seq_rm(-1, len(prefix), -1):
-            llm.n_tokens = len(prefix)
-            return
-        llm.reset()
-        if prefix:
-            llm.eval(prefix)
-
     # -- generation --------------------------------------------------------------------------
 
     def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
@@ -272,7 +337,10 @@ class LlamaCppGenerator(GeneratorBase):
         limit = min(max_tokens or self.max_tokens, room)
         ticket = self._queue.enter()
         box = StatsBox()
-        body = self._generate(ticket, messages, prefix, n_prompt, limit, start, box)
+        if self._drafting:
+            body = self._generate_drafted(ticket, prompt_ids, prefix, limit, start, box)
+        else:
+            body = self._generate(ticket, messages, prefix, n_prompt, limit, start, box)
         return GenerationStream(
             body, box, release=lambda: self._queue.leave(ticket), cancel=lambda: self._queue.cancel(ticket)
         )
@@ -296,7 +364,7 @@ class LlamaCppGenerator(GeneratorBase):
             started = True
             llama_cpp.llama_perf_context_reset(self._llm._ctx.ctx)  # a cold prefix counts as prefill too
             if prefix is not None:
-                self._start_after(prefix)
+                hold_prefix(self._llm, prefix)
             elif not self.reuse_prompt_cache:
                 self._llm.reset()
             chunks: Any = self._llm.create_chat_completion(
@@ -332,6 +400,87 @@ class LlamaCppGenerator(GeneratorBase):
                     self._remember(box.stats)
             self._queue.leave(ticket)
 
+    @property
+    def _drafting(self) -> bool:
+        """Draft-and-verify keeps plain decoding's tokens only when decoding is greedy."""
+        return self.draft != "none" and self.temperature == 0.0 and not self.reuse_prompt_cache
+
+    def _generate_drafted(
+        self,
+        ticket: Ticket,
+        prompt_ids: list[int],
+        prefix: list[int] | None,
+        max_tokens: int,
+        start: float,
+        box: StatsBox,
+    ) -> PyGenerator[str, None, None]:
+        """Greedy decoding with prompt-lookup drafts (see drafting.py); the same text as `_generate`."""
+        started = False
+        finish = "cancelled"
+        first_ms: float | None = None
+        pieces = 0
+        verifier: GreedyVerifier | None = None
+        prefill: tuple[float, int] = (0.0, 0)
+        decode_start = start
+        try:
+            wait_ms = self._queue.wait(ticket)
+            started = True
+            llm = self._llm
+            llama_cpp.llama_perf_context_reset(llm._ctx.ctx)
+            if prefix is not None:
+                hold_prefix(self._llm, prefix)
+            else:
+                llm.reset()
+            llm.eval(prompt_ids[llm.n_tokens :])
+            llama_cpp.llama_synchronize(llm._ctx.ctx)  # llama.cpp adds a batch to its timers when it syncs
+            perf = llama_cpp.llama_perf_context(llm._ctx.ctx)
+            prefill = (float(perf.t_p_eval_ms), int(perf.n_p_eval))
+            decode_start = time.perf_counter()
+            verifier = GreedyVerifier(llm, PromptLookup(max_draft=self.draft_max_tokens), max_tokens)
+            text = TextAssembler(llm.detokenize, [self._formatter.eos_token])
+            for token in verifier.tokens():
+                pieces += 1
+                piece = text.add(token)
+                if piece:
+                    if first_ms is None:
+                        first_ms = _ms_since(start)
+                    yield piece
+                if text.stopped:
+                    break
+            finish = "stop" if text.stopped else verifier.finish
+            tail = text.finish()
+            if tail:
+                first_ms = _ms_since(start) if first_ms is None else first_ms
+                yield tail
+        except (GeneratorBusy, GeneratorError):
+            raise
+        except Exception as exc:
+            finish = "error"
+            raise GeneratorError(f"generation with {self.model_id} failed: {exc}") from exc
+        finally:
+            if started:
+                total = _ms_since(start)
+                draft = verifier.stats if verifier is not None else None
+                box.stats = GenerationStats(
+                    prompt_tokens=len(prompt_ids),
+                    completion_tokens=pieces,
+                    prefill_ms=prefill[0],
+                    decode_ms=(time.perf_counter() - decode_start) * 1000.0,
+                    first_token_ms=first_ms if first_ms is not None else total,
+                    total_ms=total,
+                    queue_wait_ms=wait_ms,
+                    finish_reason=finish,
+                    prompt_eval_tokens=prefill[1],
+                    decode_eval_tokens=draft.evaluated if draft is not None else 0,
+                    draft_tokens=draft.drafted if draft is not None else 0,
+                    accepted_tokens=draft.accepted if draft is not None else 0,
+                )
+                if finish not in ("cancelled", "error"):
+                    self._remember(box.stats)
+            if verifier is not None:
+                verifier.close()
+            self._queue.leave(ticket)
+
     def _stats(
         self, n_prompt: int, pieces: int, first_ms: float | None, start: float, wait_ms: float, finish: str
     ) -> GenerationStats:
@@ -365,6 +514,10 @@ class LlamaCppGenerator(GeneratorBase):
             "n_threads": self.n_threads,
             "n_batch": self.n_batch,
             "n_gpu_layers": self.n_gpu_layers,
+            "flash_attn": self.flash_attn,
+            "kv_cache_type": self.kv_cache_type,
+            "repack": self.repack,
+            "cpu_variant": loaded_variant(),
             "supports_gpu_offload": bool(llama_cpp.llama_supports_gpu_offload()),
             "gpu_offload": offloaded > 0,
             "offloaded_layers": offloaded,
@@ -375,6 +528,8 @@ class LlamaCppGenerator(GeneratorBase):
             "chat_template": "gguf tokenizer.chat_template",
             "reuse_prompt_cache": self.reuse_prompt_cache,
             "reuse_system_prefix": self.reuse_system_prefix,
+            "draft": self.draft if self._drafting else "none",
+            "draft_max_tokens": self.draft_max_tokens,
             "queue_size": self._queue.queue_size,
             "queue_depth": self._queue.depth(),
         }

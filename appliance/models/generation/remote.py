@@ -91,7 +91,7 @@ class OpenAICompatibleGenerator(GeneratorBase):
         api_key: str = "",
         n_ctx: int = 4096,
         max_tokens: int = 384,
-        temperature: float = 0.1,
+        temperature: float = 0.0,
         seed: int = 42,
         timeout_s: float = 120.0,
         connect_timeout_s: float | None = None,

@@ -41,6 +41,9 @@
     unsupported: $("unsupported"),
     unsupportedList: $("unsupported-list"),
     removed: $("removed"),
+    corrected: $("corrected"),
+    quotes: $("quotes"),
+    quotesList: $("quotes-list"),
     cited: $("cited"),
     citedList: $("cited-list"),
     timings: $("timings"),
@@ -172,6 +175,9 @@
     show(ui.unsupported, false);
     clear(ui.unsupportedList);
     show(ui.removed, false);
+    show(ui.corrected, false);
+    show(ui.quotes, false);
+    clear(ui.quotesList);
     show(ui.cited, false);
     clear(ui.citedList);
     show(ui.timings, false);
@@ -660,6 +666,19 @@
       show(ui.removed, true);
     }
 
+    renderQuotes(refused ? [] : result.quotes);
+    const corrected = Array.isArray(result.corrected_citations) ? result.corrected_citations : [];
+    if (corrected.length && !refused) {
+      ui.corrected.textContent = corrected
+        .map((c) => {
+          const marks = (list) => (Array.isArray(list) ? list : []).map((n) => "[" + n + "]").join(" ");
+          const moved = marks(c.cited) + " → " + marks(c.corrected);
+          return "Citation corrected " + moved + ": the source the model cited does not hold “" + String(c.sentence || "") + "”.";
+        })
+        .join(" ");
+      show(ui.corrected, true);
+    }
+
     const citations = Array.isArray(result.citations) ? result.citations : [];
     clear(ui.citedList);
     citations.forEach((c) => {
@@ -679,7 +698,9 @@
     show(ui.cited, citations.length > 0 && !refused);
 
     if (typeof result.searched === "string" && result.searched && result.searched !== result.question) {
-      ui.searched.textContent = "Searched as: " + result.searched;
+      const fixes = (result.did_you_mean && result.did_you_mean.corrections) || [];
+      const prefix = fixes.length ? "Did you mean " + fixes.map((c) => c.suggested).join(", ") + "? " : "";
+      ui.searched.textContent = prefix + "Searched as: " + result.searched;
       show(ui.searched, true);
     }
     remember(result);
@@ -688,6 +709,24 @@
     ui.status.textContent = refused
       ? REFUSAL
       : "Answer ready" + (citations.length ? ", citing " + citations.length + (citations.length > 1 ? " sources." : " source.") : ", without citations.");
+  }
+
+  /* The sources' own lines, each under the answer sentence that rewords its source or leaves out its
+   * exact command, setting or value. */
+  function renderQuotes(quotes) {
+    clear(ui.quotesList);
+    const list = Array.isArray(quotes) ? quotes : [];
+    list.forEach((q) => {
+      if (!q || typeof q.text !== "string") return;
+      const li = el("li");
+      li.appendChild(el("p", "quote-for", String(q.sentence || "")));
+      const block = el("blockquote", "quote-text");
+      appendText(block, q.text);
+      li.appendChild(block);
+      if (Number.isInteger(q.n)) li.appendChild(citeButton(q.n));
+      ui.quotesList.appendChild(li);
+    });
+    show(ui.quotes, list.length > 0);
   }
 
   function renderBadge(result) {

@@ -1,0 +1,99 @@
+"""After the model wrote: the checked answer, and whether it stands or becomes a refusal.
+
+`judge_answer` is the one decision made after generation, in this order: the citation markers are
+parsed and those to sources not given removed (citations.py); every sentence is judged against what
+it cites and, where that fails, cited to the given source that holds it (attribution.py: citations
+added where the model left none, corrected where it cited the wrong one; support.py holds the
+rules); the refusal rules run on that check (abstention.py); for an answer that stands, the sources'
+own lines that carry what the answer leaves out are quoted (quotes.py). The answerer only
+orchestrates: it builds the prompt, streams the model and turns a verdict into the result.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from appliance.answer.abstention import refusal_reason
+from appliance.answer.attribution import CorrectedCitation, attribute_citations
+from appliance.answer.citations import CitedSentence, parse_citations
+from appliance.answer.prompt import Source
+from appliance.answer.quotes import Quote, select_quotes
+from appliance.answer.support import REWORD_FLOOR, SEMANTIC_THRESHOLD, Embed, SupportJudge, SupportReport
+from appliance.text.terms import extract_terms
+
+
+@dataclass(frozen=True)
+class Verdict:
+    text: str  # the answer with canonical markers, plus those the checker added or corrected
+    sentences: list[CitedSentence]  # with their citations, attributed and corrected ones included
+    support: SupportReport
+    removed: list[int]  # source numbers cited but not given, removed from the text
+    attributed: list[int]  # source numbers the checker cited for uncited sentences
+    refusal_reason: str | None  # why the answer becomes a refusal; None when it stands
+    corrected: list[CorrectedCitation] = field(default_factory=list)  # citations moved to the source holding them
+    quotes: list[Quote] = field(default_factory=list)  # the sources' own lines shown under the answer
+
+    @property
+    def refused(self) -> bool:
+        return self.refusal_reason is not None
+
+    @property
+    def cited(self) -> list[int]:
+        return sorted({n for sentence in self.sentences for n in sentence.cited})
+
+
+def checked_text(source: Source) -> str:
+    """What an answer citing `source` is checked against: the passage, and the identifiers its label
+    names and the numbers its heading states.
+
+    The model reads the label too, so "as SOP-LAB-001 says [1]" is not unsupported when SOP-LAB-001 is in
+    the title, nor "the 4.13 kernel" when the section is "Remove unlucky 4.13 kernel…". Only identifiers
+    and numbers: with the label's words as well, a tune question the runbooks do not answer (how many
+    gitaly-ruby workers) got a grounded answer made of the title's words.
+    """
+    identifiers = extract_terms(source.label).identifiers
+    numbers = [quantity.with_unit for quantity in extract_terms(source.heading).numbers]
+    extra = " ".join([*identifiers, *numbers])
+    return f"{source.text}\n{extra}" if extra else source.text
+
+
+def judge_answer(
+    question: str,
+    raw_answer: str,
+    sources: Sequence[Source],
+    *,
+    embed: Embed | None = None,
+    semantic_threshold: float = SEMANTIC_THRESHOLD,
+    reword_floor: float | None = REWORD_FLOOR,
+) -> Verdict:
+    """Check the model's answer to `question` against the numbered `sources` it was given; `embed` (with the
+    `semantic_threshold` calibrated for it) lets a close rewording of a source sentence count as support,
+    `reword_floor` a looser one that keeps every specific of its source (None: none)."""
+    parsed = parse_citations(raw_answer.strip(), len(sources))
+    source_texts = {source.n: checked_text(source) for source in sources}
+    judge = SupportJudge(
+        source_texts,
+        embed=embed,
+        question=question,
+        semantic_threshold=semantic_threshold,
+        reword_floor=reword_floor,
+    )
+    attribution = attribute_citations(parsed, judge)
+    support = judge.report(attribution.details)
+    labelled = {source.n: source.block() for source in sources}
+    reason = refusal_reason(question, parsed, attribution.sentences, support, labelled, source_texts)
+    quotes: list[Quote] = []
+    if reason is None:
+        passages = {source.n: source.text for source in sources}
+        quotes = select_quotes(attribution.text, attribution.sentences, attribution.details, passages)
+    return Verdict(
+        attribution.text,
+        attribution.sentences,
+        support,
+        parsed.removed,
+        attribution.attributed,
+        reason,
+        attribution.corrected,
+        quotes,
+    )

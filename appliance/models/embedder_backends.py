@@ -1,0 +1,66 @@
+"""Which runtime embeds: the embedder.backend setting, with "auto" resolved for this CPU.
+
+torch       sentence-transformers on torch, float32: the reference.
+torch-bf16  the same under torch.autocast(bfloat16): the matrix products in bfloat16 on CPUs that
+            compute it natively (AMX or AVX512_BF16; elsewhere it would be emulated, and slower);
+            vectors at cosine 0.99998 to float32 (scripts/bench_embedder.py).
+onnx        ONNX Runtime, the network exported to ONNX in float32 (cosine 1.0000 to torch).
+onnx-int8   ONNX Runtime with int8 MatMul weights and int8 activations quantized per batch: the
+            fastest on CPUs without bfloat16, but at cosine ~0.99 to torch, and a text's vector
+            depends slightly on the texts batched with it. Not chosen by "auto".
+auto        torch-bf16 where the CPU computes bfloat16 natively, otherwise onnx when the model folder
+            holds its ONNX export (the shipped embedders do), otherwise torch: a model an admin added
+            without an export still runs.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+from appliance.errors import ConfigError
+
+BACKENDS = ("torch", "torch-bf16", "onnx", "onnx-int8")
+SETTINGS_BACKENDS = ("auto", *BACKENDS)
+CPUINFO = Path("/proc/cpuinfo")
+ONNX_EXPORT = "onnx/model.onnx"  # in the model folder: what "auto" looks for and the onnx backend runs
+
+
+@lru_cache(maxsize=1)
+def cpu_flags() -> frozenset[str]:
+    try:
+        for line in CPUINFO.read_text(encoding="utf-8", errors="replace").splitlines():
+            if line.startswith("flags"):
+                return frozenset(line.split(":", 1)[1].split())
+    except OSError:
+        pass
+    return frozenset()
+
+
+def native_bf16() -> bool:
+    """The CPU multiplies bfloat16 matrices in hardware (oneDNN then runs torch's bf16 kernels)."""
+    return bool(cpu_flags() & {"amx_bf16", "avx512_bf16"})
+
+
+def resolve_backend(backend: str, device: str = "cpu", model_path: Path | None = None) -> str:
+    """The runtime that embeds; for "auto" with `model_path`, onnx only where that folder holds the export."""
+    if backend not in SETTINGS_BACKENDS:
+        raise ConfigError(f"unknown embedder backend '{backend}' (expected one of {', '.join(SETTINGS_BACKENDS)})")
+    if backend == "auto":
+        if device != "cpu":
+            return "torch"
+        if native_bf16():
+            return "torch-bf16"
+        exported = model_path is None or (model_path / ONNX_EXPORT).is_file()
+        return "onnx" if exported else "torch"
+    if backend == "torch-bf16" and device == "cpu" and not native_bf16():
+        raise ConfigError(
+            'embedder.backend = "torch-bf16" needs a CPU that computes bfloat16 natively (AMX or AVX512_BF16); '
+            'this one would emulate it, slower than float32: use "auto", "onnx" or "torch"'
+        )
+    return backend
+
+
+def embedding_model_id(model_name: str, backend: str) -> str:
+    """What stored vectors are tagged with: vectors of one runtime are never reused for another."""
+    return model_name if backend == "torch" else f"{model_name}+{backend}"

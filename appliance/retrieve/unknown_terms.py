@@ -1,0 +1,205 @@
+"""The words of a question the documents never use, each weighed by how much it reads as a *name* they do not
+mention (a product, an alert, a tag), after explaining what an operator's wording makes of a known name.
+
+No single word decides: the weight is one signal of the evidence model (evidence.py), beside how closely
+the best passages match. A weight of 1 is a name with a piece nobody in the documents wrote
+(Zabbix mid-sentence, KubeVorquelzanLooping, VLV-9999-B); an ordinary English word the corpus happens not
+to use weighs little; what the documents do cover under another spelling weighs less still:
+
+* a compound of known words (ContainerRegistryGCOverdueBlobQueueTooLarge where the runbook writes
+  ContainerRegistryGCOverdue[Blob|Manifest]QueueTooLarge): the more known pieces, the less it weighs;
+* a documented name with known words added (DNSErrors_PerDstNamespaceWarning for
+  DNSErrors_PerDstNamespace{Critical,Warning,Info});
+* a piece of a wildcard pattern (Kube*CrashLooping, kube_*_total);
+* a plain word by how the embedder's WordPiece vocabulary splits it: one piece, or a whole word and an
+  inflection ("peg" + "##ged", "restart" + "##ing"), is English; "calico" is two pieces, "zabbix" three.
+
+Measurements and the pager's status (p99, 5xx, 2Gi, FIRING:1; text/wording.py) are not words of the
+question at all, and misspellings were corrected before the search (spelling.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from appliance.retrieve.vocabulary import CorpusVocabulary
+from appliance.text.identifiers import is_identifier
+from appliance.text.stopwords import STOPWORDS
+from appliance.text.tokens import CANDIDATE, SEARCH_WORD
+from appliance.text.wording import case_is_informative, is_noise_token, name_pieces, name_shaped, sentence_initial
+
+NAME = 1.0
+TWO_KNOWN_PIECES = 0.5
+MANY_KNOWN_PIECES = 0.25  # three or more: an alert name built from the corpus's own words
+KNOWN_NAME_EXTENDED = 0.1
+WILDCARD_PIECE = 0.1
+# A host, pod or node typed in lower case, known words and a number (ocs-worker-1): runbooks describe
+# classes of machines, never each instance, while a plant tag in capitals (VLV-9999-B) is the subject.
+INSTANCE_NAME = 0.25
+# Letters and a one- or two-digit number whose letters the documents use with another number (sev2 where they
+# write sev1, http3 beside http2): a level or version of a known thing. A tag with separators (VLV-9999-B) is not.
+NUMBERED_VARIANT = 0.25
+_NUMBERED = re.compile(r"^([A-Za-z]{2,})(\d{1,2})$")
+# An unknown word joined by a hyphen to known ones (note-taker, re-seat): a compound, not a subject.
+COMPOUND_PIECE = 0.1
+# A plain word by its WordPiece count: 1 piece, 2 pieces, 3 or more.
+PLAIN_WORD = (0.1, 0.25, 0.5)
+# An unknown word that opens the question with a capital: its case cannot say, but questions rarely open on
+# an ordinary word the documents lack (Jenkins, one WordPiece, is a name).
+CAPITALIZED_FIRST_WORD = 0.5
+# Pieces of a documented name that the head must reach: shorter heads match too much.
+MIN_HEAD = 6
+
+WordPieces = Callable[[str], list[str]]
+# A vocabulary word plus one of these pieces is an inflected English word: peg ##ged, node ##s, idle ##d.
+_INFLECTION = re.compile(r"^##[a-z]?(?:s|es|ed|d|ing|er|ers|ly|y)$")
+
+
+@dataclass(frozen=True)
+class UnknownTerm:
+    typed: str  # as the operator wrote it
+    weight: float  # 0..1: how much it says the documents do not cover the question
+    why: str  # how it was read: "name", "plain word", "compound of known words", …
+    # Read as a possible name from its shape: capitals, digits or underscores where English words have none, or
+    # a capital opening the question. The others are plain words, weighed by their WordPieces alone.
+    name_shaped: bool
+
+    @property
+    def is_name(self) -> bool:
+        return self.name_shaped and self.weight >= 0.5
+
+
+@dataclass(frozen=True)
+class QuestionWords:
+    unknown: tuple[UnknownTerm, ...]
+    noise: frozenset[str]  # lower-cased search words that are measurements or pager status
+
+
+def _known_head(token: str, vocabulary: CorpusVocabulary) -> bool:
+    """A documented name followed by known words: DNSErrors_PerDstNamespace + Warning."""
+    for cut in range(len(token) - 3, MIN_HEAD - 1, -1):
+        if not (token[cut].isupper() or token[cut - 1] in "_-.:"):
+            continue  # cut only where a new piece starts
+        head = token[:cut].rstrip("_-.:").lower()
+        tail = name_pieces(token[cut:])
+        if len(head) < MIN_HEAD or not tail or not all(vocabulary.knows(p) for p in tail):
+            continue
+        if vocabulary.has_identifier(head) or vocabulary.has_word(head):
+            return True
+    return False
+
+
+def _documented_prefix(token: str, vocabulary: CorpusVocabulary) -> bool:
+    """The first half or more is a documented identifier: the runbook's name up to its alternatives
+    (containerregistrygcoverdue + blobqueuetoolarge), however the question cases it."""
+    lowered = token.lower()
+    shortest = max(MIN_HEAD + 2, (len(lowered) + 1) // 2)
+    return any(vocabulary.has_identifier(lowered[:cut]) for cut in range(len(lowered) - 1, shortest - 1, -1))
+
+
+def _instance_name(token: str, vocabulary: CorpusVocabulary) -> bool:
+    """ocs-worker-1, ip-10-0-4-17, web-03: lower case, separators, a number, every letter piece known."""
+    if not token.islower() or "-" not in token:
+        return False
+    letters = [piece for piece in SEARCH_WORD.findall(token) if not piece.isdigit()]
+    return bool(letters) and all(piece.isalpha() and vocabulary.knows(piece) for piece in letters)
+
+
+def _by_wildcard(text: str, start: int, end: int) -> bool:
+    return (start > 0 and text[start - 1] == "*") or (end < len(text) and text[end] == "*")
+
+
+def _name_weight(token: str, text: str, start: int, end: int, vocabulary: CorpusVocabulary) -> tuple[float, str]:
+    if _by_wildcard(text, start, end):
+        return WILDCARD_PIECE, "piece of a wildcard pattern"
+    if any(ch.isdigit() for ch in token):
+        if _instance_name(token, vocabulary):
+            return INSTANCE_NAME, "instance name of known words"
+        numbered = _NUMBERED.match(token)
+        if numbered and vocabulary.has_identifier_prefix(numbered.group(1).lower()):
+            return NUMBERED_VARIANT, "another number of a documented name"
+        return NAME, "tag"  # VLV-9999-B: another number is another thing
+    pieces = name_pieces(token)
+    if len(pieces) >= 2 and all(vocabulary.knows(p) for p in pieces):
+        weight = TWO_KNOWN_PIECES if len(pieces) == 2 else MANY_KNOWN_PIECES
+        if _known_head(token, vocabulary):
+            return KNOWN_NAME_EXTENDED, "documented name with known words"
+        return weight, "compound of known words"
+    if _known_head(token, vocabulary) or _documented_prefix(token, vocabulary):
+        return KNOWN_NAME_EXTENDED, "documented name with known words"
+    return NAME, "name"
+
+
+def english_pieces(pieces: list[str]) -> bool:
+    """One whole vocabulary word, or one (3+ letters) and an inflection."""
+    if len(pieces) == 1:
+        return True
+    return len(pieces) == 2 and len(pieces[0]) >= 3 and _INFLECTION.match(pieces[1]) is not None
+
+
+def _plain_weight(word: str, word_pieces: WordPieces | None) -> float:
+    if word_pieces is None:
+        return PLAIN_WORD[-1]
+    pieces = word_pieces(word.lower())
+    if english_pieces(pieces):
+        return PLAIN_WORD[0]
+    return PLAIN_WORD[min(len(pieces), len(PLAIN_WORD)) - 1]
+
+
+def _known_words_hyphenated(token: str, words: list[str], vocabulary: CorpusVocabulary) -> bool:
+    """CONTROLLER-MANAGER: every word known, no digit, no underscore (a metric name is judged whole)."""
+    if len(words) == 1:
+        return vocabulary.knows(words[0])  # a known word written with a capital
+    plain = not any(ch.isdigit() for ch in token) and "_" not in token
+    return plain and all(vocabulary.knows(w) for w in words)
+
+
+def _plain_words(
+    words: list[str], text: str, start: int, end: int, vocabulary: CorpusVocabulary, word_pieces: WordPieces | None
+) -> list[UnknownTerm]:
+    """The unknown words of a token not shaped like a name, each on its own: pump-realted is pump + realted."""
+    informative = case_is_informative(text)
+    known_piece = len(words) > 1 and any(vocabulary.knows(w.lower()) for w in words)
+    found = []
+    for word in words:
+        if vocabulary.knows(word.lower()):
+            continue
+        if known_piece:
+            found.append(UnknownTerm(word, COMPOUND_PIECE, "piece of a compound of known words", False))
+        elif _by_wildcard(text, start, end):
+            found.append(UnknownTerm(word, WILDCARD_PIECE, "piece of a wildcard pattern", False))
+        elif informative and word[:1].isupper() and len(words) == 1:
+            weight = max(CAPITALIZED_FIRST_WORD, _plain_weight(word, word_pieces))
+            found.append(UnknownTerm(word, weight, "capitalized first word", True))
+        elif _documented_prefix(word, vocabulary):
+            found.append(UnknownTerm(word, KNOWN_NAME_EXTENDED, "documented name with known words", False))
+        else:
+            found.append(UnknownTerm(word, _plain_weight(word, word_pieces), "plain word", False))
+    return found
+
+
+def question_words(text: str, vocabulary: CorpusVocabulary, word_pieces: WordPieces | None = None) -> QuestionWords:
+    """The unknown terms of a question, each weighed, and its noise tokens."""
+    informative = case_is_informative(text)
+    unknown: dict[str, UnknownTerm] = {}
+    noise: set[str] = set()
+    for match in CANDIDATE.finditer(text):
+        token, start, end = match.group(), match.start(), match.end()
+        if is_noise_token(token):
+            noise.update(w.lower() for w in SEARCH_WORD.findall(token))
+            continue
+        words = [w for w in SEARCH_WORD.findall(token) if w.lower() not in STOPWORDS and not is_noise_token(w)]
+        if not words or token.lower() in unknown:
+            continue
+        if is_identifier(token) and vocabulary.has_identifier(token.lower()):
+            continue
+        if name_shaped(token, case_informative=informative, sentence_initial=sentence_initial(text, start)):
+            if not _known_words_hyphenated(token, words, vocabulary):
+                weight, why = _name_weight(token, text, start, end, vocabulary)
+                unknown[token.lower()] = UnknownTerm(token, weight, why, True)
+            continue
+        for term in _plain_words(words, text, start, end, vocabulary, word_pieces):
+            unknown.setdefault(term.typed.lower(), term)
+    return QuestionWords(tuple(unknown.values()), frozenset(noise))

@@ -1,0 +1,121 @@
+"""What the indexed documents hold, word by word: the lookups behind the evidence decision's unknown terms
+and the spelling correction, answered from the two FTS5 tables and cached until the index changes.
+
+FTS5 stems a query word as it stemmed the corpus (porter), so "restarting" is known when the documents
+say "restart". Operators abbreviate, so a word of four letters or more is also known as the start of a
+corpus word ("evac", "config"). A misspelling is a word of five letters or more, one edit (a deleted,
+swapped, replaced or added letter) away from a word the documents write verbatim: "postgress" is
+"postgres", "usualy" "usually". Among several, the one the most chunks hold wins.
+"""
+
+from __future__ import annotations
+
+import re
+import sqlite3
+from collections.abc import Callable
+from typing import Any
+
+from appliance.retrieve.fts_query import quote
+
+_LETTERS = "abcdefghijklmnopqrstuvwxyz"
+# Chunks read to count a word's verbatim occurrences: enough to rank candidates, cheap for common words.
+_COUNT_CAP = 40
+# Answers kept before the cache starts over: a misspelling looks up some 500 variants, and a server may run
+# for months without a reindex.
+_CACHE_CAP = 200_000
+
+
+def occurs(conn: sqlite3.Connection, table: str, match: str, rowid: int | None = None) -> bool:
+    sql = f"SELECT 1 FROM {table} WHERE {table} MATCH ?" + (" AND rowid = ?" if rowid is not None else "") + " LIMIT 1"
+    args: tuple[Any, ...] = (match,) if rowid is None else (match, rowid)
+    try:
+        return conn.execute(sql, args).fetchone() is not None
+    except sqlite3.OperationalError:
+        return False  # a term the tokenizer reduces to nothing
+
+
+def one_edit_variants(word: str) -> list[str]:
+    """Every string one edit from `word`, swaps first (the commonest typo), then deletions, replacements, insertions."""
+    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
+    swaps = [a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1 and b[0] != b[1]]
+    deletes = [a + b[1:] for a, b in splits if b]
+    replaces = [a + c + b[1:] for a, b in splits if b for c in _LETTERS if c != b[0]]
+    inserts = [a + c + b for a, b in splits for c in _LETTERS]
+    return [v for v in dict.fromkeys(swaps + deletes + replaces + inserts) if v and v != word]
+
+
+class CorpusVocabulary:
+    """Cached lookups over one catalog connection; `refresh()` drops the cache when the index changed."""
+
+    def __init__(self, conn: sqlite3.Connection) -> None:
+        self.conn = conn
+        self._stamp: tuple[int, int] | None = None
+        self._cache: dict[tuple[str, str], Any] = {}
+
+    def refresh(self) -> None:
+        """Forget every answer if the index changed since (a reindex here or in another process)."""
+        stamp = (self.conn.total_changes, int(self.conn.execute("PRAGMA data_version").fetchone()[0]))
+        if stamp != self._stamp:
+            self._cache.clear()
+            self._stamp = stamp
+
+    def _cached(self, kind: str, term: str, compute: Callable[[], Any]) -> Any:
+        key = (kind, term)
+        if key not in self._cache:
+            if len(self._cache) >= _CACHE_CAP:
+                self._cache.clear()
+            self._cache[key] = compute()
+        return self._cache[key]
+
+    def has_word(self, word: str) -> bool:
+        """Some chunk holds the word (stemmed as the index stems it)."""
+        return bool(self._cached("word", word, lambda: occurs(self.conn, "chunks_fts", quote(word))))
+
+    def has_identifier(self, term: str) -> bool:
+        return bool(self._cached("ident", term, lambda: occurs(self.conn, "chunks_ident", quote(term))))
+
+    def has_identifier_prefix(self, prefix: str) -> bool:
+        """Some identifier of the documents starts with `prefix` (sev for sev1)."""
+        return bool(
+            self._cached("ident-prefix", prefix, lambda: occurs(self.conn, "chunks_ident", quote(prefix) + "*"))
+        )
+
+    def knows(self, term: str) -> bool:
+        """As a word, as an identifier, or (4+ letters) as the start of a word: "evac" for evacuation."""
+        term = term.lower()
+        if self.has_word(term) or self.has_identifier(term):
+            return True
+        return len(term) >= 4 and bool(
+            self._cached("prefix", term, lambda: occurs(self.conn, "chunks_fts", quote(term) + "*"))
+        )
+
+    def in_passage(self, word: str, rowid: int) -> bool:
+        return occurs(self.conn, "chunks_fts", quote(word), rowid)
+
+    def verbatim_count(self, word: str) -> int:
+        """How many chunks (of the first few FTS5 finds) write the word exactly, not only its stem."""
+
+        def count() -> int:
+            pattern = re.compile(rf"(?<![^\W_]){re.escape(word)}(?![^\W_])", re.IGNORECASE)
+            try:
+                rows = self.conn.execute(
+                    "SELECT c.text FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid "
+                    "WHERE chunks_fts MATCH ? LIMIT ?",
+                    (quote(word), _COUNT_CAP),
+                ).fetchall()
+            except sqlite3.OperationalError:
+                return 0
+            return sum(1 for (text,) in rows if pattern.search(text))
+
+        return int(self._cached("verbatim", word, count))
+
+    def correction(self, word: str) -> str | None:
+        """The corpus word one edit from a misspelt `word` (lower case, 5+ letters), or None."""
+
+        def best() -> str | None:
+            found = [v for v in one_edit_variants(word) if self.has_word(v)]
+            counted = [(self.verbatim_count(v), -position, v) for position, v in enumerate(found)]
+            counted = [c for c in counted if c[0] > 0]
+            return max(counted)[2] if counted else None
+
+        return self._cached("correction", word, best)  # type: ignore[no-any-return]
