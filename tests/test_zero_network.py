@@ -11,14 +11,19 @@ call). The harness: scripts/reliability/netguard.py and zero_network.py.
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from appliance.offline_env import OFFLINE_VARIABLES
+from scripts.reliability.procs import REPO, clean_env
 from scripts.reliability.netguard import parse_line, parse_log
 from scripts.reliability.security import find_leaks, log_files
-from scripts.reliability.zero_network import offender_report, run_lifecycle
+from scripts.reliability.zero_network import offender_report, onnx_runtime_reports, run_lifecycle
 
 RESOLVERS = {"10.255.255.53"}
 
@@ -82,6 +87,46 @@ def test_the_guard_catches_deliberate_offenders(tmp_path: Path) -> None:
     hub = reports["huggingface-hub"]
     assert "huggingface.co" in {event.dns_name for event in hub.dns}
     assert "asks for huggingface.co" in hub.describe()
+
+
+def test_importing_the_appliance_turns_every_offline_switch_on_over_inherited_values() -> None:
+    # An admin's shell (or a unit file) that exports HF_HUB_OFFLINE=0 or ORT_DISABLE_TELEMETRY=0 must not win.
+    inherited = clean_env(**{name: "0" for name in OFFLINE_VARIABLES})
+    probe = "import json, os, appliance; print(json.dumps({k: os.environ[k] for k in json.loads(os.sys.argv[1])}))"
+    done = subprocess.run(
+        [sys.executable, "-c", probe, json.dumps(sorted(OFFLINE_VARIABLES))],
+        env=inherited,
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=REPO,
+    )
+    assert json.loads(done.stdout) == OFFLINE_VARIABLES
+    # Both names of ONNX Runtime's opt-out: 1.29-1.32 read the first, later releases the second.
+    assert OFFLINE_VARIABLES["ORT_DISABLE_TELEMETRY"] == OFFLINE_VARIABLES["ORT_TELEMETRY_DISABLED"] == "1"
+
+
+def test_the_guarded_runs_do_not_inherit_the_ci_markers_that_silence_onnx_runtime(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # ONNX Runtime sends nothing where CI=true is set, so in CI a guarded run would pass without the fix.
+    for marker in ("CI", "GITHUB_ACTIONS", "TF_BUILD", "JENKINS_URL"):
+        monkeypatch.setenv(marker, "true")
+    monkeypatch.setenv("PATH_FOR_THE_TEST", "kept")
+    env = clean_env()
+    assert not {"CI", "GITHUB_ACTIONS", "TF_BUILD", "JENKINS_URL"} & set(env)
+    assert env["PATH_FOR_THE_TEST"] == "kept"
+
+
+@pytest.mark.slow
+def test_onnx_runtime_phones_home_unless_the_appliance_runs_it(tmp_path: Path, models_dir: Path) -> None:
+    # The ONNX embedder is what "auto" runs on CPUs without bfloat16; ONNX Runtime >= 1.29 has a telemetry
+    # uploader on Linux. Bare, the guard catches it; through the appliance, with both opt-outs inherited as 0
+    # from the caller, nothing leaves. Neither run sees a CI marker (it would silence ONNX Runtime either way).
+    reports = onnx_runtime_reports(tmp_path, models_dir / "embedder" / "all-MiniLM-L6-v2")
+    bare = reports["onnxruntime-bare"]
+    assert not bare.ok and "mobile.events.data.microsoft.com" in {event.dns_name for event in bare.dns}
+    assert reports["onnxruntime-appliance"].ok, reports["onnxruntime-appliance"].describe()
 
 
 @pytest.mark.slow

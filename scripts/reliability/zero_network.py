@@ -43,6 +43,22 @@ OFFENDERS = {
     "    model_info('sentence-transformers/all-MiniLM-L6-v2', timeout=2)\nexcept Exception:\n    pass\n",
 }
 
+# ONNX Runtime (>= 1.29) starts a telemetry uploader on Linux: it looks up mobile.events.data.microsoft.com
+# about 9 s into the process here. Bare, with the model's session run once; and through the appliance's
+# own encoder, with both opt-outs inherited as 0 (importing appliance must force them on). clean_env drops
+# the CI markers that would silence ONNX Runtime whatever the appliance does.
+ONNX_RUNTIME_BARE = (
+    "import sys, time\nimport numpy as np\nimport onnxruntime as ort\n"
+    "session = ort.InferenceSession(sys.argv[1] + '/onnx/model.onnx', providers=['CPUExecutionProvider'])\n"
+    "session.run(None, {i.name: np.ones((1, 8), dtype=np.int64) for i in session.get_inputs()})\n"
+    "time.sleep(float(sys.argv[2]))\n"
+)
+ONNX_RUNTIME_APPLIANCE = (
+    "import sys, time\nfrom pathlib import Path\nfrom appliance.models.onnx_encoder import OnnxEncoder\n"
+    "OnnxEncoder(Path(sys.argv[1]), 'onnx', max_tokens=64, threads=1, query_threads=1).encode(['close the valve'], 8)\n"
+    "time.sleep(float(sys.argv[2]))\n"
+)
+
 
 @dataclass
 class Lifecycle:
@@ -149,5 +165,25 @@ def offender_report(work: Path) -> dict[str, NetReport]:
             timeout=120,
             check=False,
         )
+        reports[name] = parse_log(log)
+    return reports
+
+
+def onnx_runtime_reports(work: Path, embedder: Path, watch_s: float = 20.0) -> dict[str, NetReport]:
+    """ONNX Runtime bare and through the appliance's encoder, side by side under the guard for `watch_s`
+    (twice the time its uploader took to start here): the bare one must be caught, the appliance's clean."""
+    work.mkdir(parents=True, exist_ok=True)
+    env = clean_env(ORT_DISABLE_TELEMETRY="0", ORT_TELEMETRY_DISABLED="0")
+    runs = {}
+    for name, code in (("onnxruntime-bare", ONNX_RUNTIME_BARE), ("onnxruntime-appliance", ONNX_RUNTIME_APPLIANCE)):
+        log = work / f"{name}.strace"
+        command = [*guard_prefix(log), sys.executable, "-c", code, str(embedder), str(watch_s)]
+        process = subprocess.Popen(command, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, cwd=REPO)
+        runs[name] = (process, log)
+    reports = {}
+    for name, (process, log) in runs.items():
+        _, stderr = process.communicate(timeout=watch_s + 120)
+        if process.returncode != 0:
+            raise RuntimeError(f"{name} failed ({process.returncode}): {stderr.decode(errors='replace')[-2000:]}")
         reports[name] = parse_log(log)
     return reports
