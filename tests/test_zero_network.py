@@ -20,8 +20,8 @@ from typing import Any
 import pytest
 
 from appliance.offline_env import OFFLINE_VARIABLES
-from scripts.reliability.procs import REPO, clean_env
 from scripts.reliability.netguard import parse_line, parse_log
+from scripts.reliability.procs import REPO, clean_env
 from scripts.reliability.security import find_leaks, log_files
 from scripts.reliability.zero_network import offender_report, onnx_runtime_reports, run_lifecycle
 
