@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 
 from appliance.errors import ModelNotFound
-from appliance.models.embedder_backends import embedding_model_id, resolve_backend
+from appliance.models.embedder_backends import batch_size_for, embedding_model_id, resolve_backend
 
 
 def _set_torch_threads(count: int) -> None:
@@ -84,7 +84,7 @@ class Embedder:
         model_path: Path,
         *,
         device: str = "cpu",
-        batch_size: int = 64,
+        batch_size: int = 0,
         backend: str = "torch",
         threads: int = 0,
         query_threads: int = 1,
@@ -94,7 +94,7 @@ class Embedder:
         self.backend = resolve_backend(backend, device, model_path)
         self.model_id = embedding_model_id(model_path.name, self.backend)
         self.device = device
-        self.batch_size = batch_size
+        self.batch_size = batch_size_for(self.backend, batch_size)  # 0: the runtime's own
         self.threads = threads or os.cpu_count() or 1
         self.query_threads = query_threads or self.threads
         self._model: Any = None
