@@ -25,7 +25,7 @@ help:
 
 install: $(VENV)/.installed
 
-# llama-cpp-python with every CPU variant compiles for ~8 minutes on 2 cores: build it once, reuse it.
+# llama-cpp-python with every CPU variant compiles for 10-20 minutes on 2 cores (18 on an AVX2 EPYC): build it once, reuse it.
 # --no-cache-dir: pip would otherwise hand back a wheel it built earlier from the same sdist with
 # other CMAKE_ARGS (--no-binary no longer keeps it from its cache).
 $(LLAMA_WHEEL):
