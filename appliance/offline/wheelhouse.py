@@ -15,6 +15,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -82,17 +83,36 @@ def llama_wheel(
     return Path(shutil.copy2(cached[-1], destination / cached[-1].name))
 
 
+# What the appliance wheel is built from (pyproject's readme and packages). setuptools writes build/ and
+# *.egg-info beside its sources, so it builds a copy: a read-only checkout bundles, and two bundles built
+# from one checkout at once do not trample each other's egg-info.
+WHEEL_SOURCES = ("pyproject.toml", "README.md", "appliance")
+
+
+def _wheel_sources(project_root: Path, destination: Path) -> Path:
+    destination.mkdir(parents=True)
+    for name in WHEEL_SOURCES:
+        path = project_root / name
+        if path.is_dir():
+            shutil.copytree(path, destination / name, ignore=shutil.ignore_patterns("__pycache__", "*.pyc"))
+        else:
+            shutil.copy2(path, destination / name)
+    return destination
+
+
 def appliance_wheel(project_root: Path, destination: Path, progress: Progress) -> Path:
     if not (project_root / "pyproject.toml").is_file():
         raise BundleError(
             f"{project_root} is not the appliance source tree (no pyproject.toml): bundle from a checkout"
         )
     progress("build the appliance wheel")
-    _pip(
-        ["wheel", "--quiet", "--no-deps", "--no-build-isolation", str(project_root), "-w", str(destination)],
-        env=_build_env(),
-        what="building the appliance wheel",
-    )
+    with tempfile.TemporaryDirectory(prefix="appliance-source-") as scratch:
+        source = _wheel_sources(project_root, Path(scratch) / "appliance-src")
+        _pip(
+            ["wheel", "--quiet", "--no-deps", "--no-build-isolation", str(source), "-w", str(destination)],
+            env=_build_env(),
+            what="building the appliance wheel",
+        )
     built = sorted(destination.glob("appliance-*.whl"))
     if not built:
         raise BundleError("building the appliance wheel produced no file")
