@@ -74,7 +74,7 @@ models/store.json: $(VENV)/.installed appliance/models/packages.py
 	$(BIN)/appliance models init
 
 test: install models browser system-tools wheelhouse
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n 2 --no-loadscope-reorder
 
 lint: install
 	$(BIN)/ruff check appliance tests scripts

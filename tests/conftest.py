@@ -3,6 +3,7 @@ APPLIANCE_HOME per test. Nothing here touches a network."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 from collections.abc import Iterator
@@ -18,6 +19,49 @@ from appliance.models.store import ModelStore
 REPO = Path(__file__).resolve().parent.parent
 SHARED_DATA = REPO.parent / "shared" / "data"
 RUNBOOKS = SHARED_DATA / "runbooks"
+
+
+# `make test` runs the suite in two processes (pytest-xdist, `-n 2 --no-loadscope-reorder`): many tests wait
+# on servers, subprocesses and a browser rather than on the CPU. A module's tests stay in one process, since
+# they share module fixtures (servers, indexes), and the modules that share the session's bundle and its
+# offline install are one unit of work. The longest units start first (measured with `--durations`), so
+# the two processes finish close together; the rest keep their collection order.
+SHARED_BUNDLE_MODULES = ("test_offline_install.py", "test_zero_network.py")
+LONGEST_FIRST = (
+    "offline-bundle",
+    "test_offline_recipe.py",
+    "test_cross_process_index.py",
+    "test_crash_harness.py",
+    "test_web_page.py",
+    "test_cli_end_to_end.py",
+    "test_concurrency.py",
+    "test_crash_safety.py",
+    "test_generator.py",
+)
+
+
+def unit_of_work(nodeid: str) -> str:
+    """The module of a test, or the group of modules that share one session fixture."""
+    module = nodeid.split("::", 1)[0]
+    return "offline-bundle" if Path(module).name in SHARED_BUNDLE_MODULES else module
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    rank = {unit: position for position, unit in enumerate(LONGEST_FIRST)}
+    items.sort(key=lambda item: rank.get(Path(unit_of_work(item.nodeid)).name, len(rank)))  # stable otherwise
+
+
+if importlib.util.find_spec("xdist") is not None:
+    # xdist's own `--dist loadgroup` marks do not reach its scheduler under pytest 9.2 (it rewrites
+    # `item._nodeid`, which pytest no longer reads), so the units are given through its scheduler hook.
+    from xdist.scheduler import LoadScopeScheduling
+
+    class ModuleUnits(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return unit_of_work(nodeid)
+
+    def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadScopeScheduling:
+        return ModuleUnits(config, log)
 
 
 @pytest.fixture(scope="session")
