@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,9 +22,10 @@ from appliance.config import Settings
 from appliance.index.catalog import Catalog
 from appliance.index.records import Chunk
 from appliance.models.embedder import TokenCounter
-from appliance.retrieve.evidence import EvidenceSignals, decide_evidence
+from appliance.retrieve.english import EnglishWords, english_words
+from appliance.retrieve.evidence import Evidence, EvidenceSignals, decide_evidence
 from appliance.retrieve.spelling import correct_spelling, did_you_mean_line
-from appliance.retrieve.unknown_terms import NAME, WordPieces, question_words
+from appliance.retrieve.unknown_terms import COMPOUND_PIECE, NAME, NAME_IN_ONE_CASE, WordPieces, question_words
 from appliance.retrieve.vocabulary import CorpusVocabulary
 from appliance.text.identifiers import extract_identifiers
 from appliance.text.wording import case_is_informative, is_noise_token
@@ -253,8 +255,14 @@ def test_an_invented_product_alert_or_tag_reads_as_a_name_the_documents_never_me
 # --- the decision weighs the evidence as a whole -------------------------------------------------------------------
 
 
-def _signals(question: str, vocabulary: CorpusVocabulary, pieces: WordPieces, top_dense: float) -> EvidenceSignals:
-    words = question_words(question, vocabulary, pieces)
+def _signals(
+    question: str,
+    vocabulary: CorpusVocabulary,
+    pieces: WordPieces,
+    top_dense: float,
+    english: EnglishWords | None = None,
+) -> EvidenceSignals:
+    words = question_words(question, vocabulary, pieces, english)
     return EvidenceSignals(
         content_terms=5,
         unknown_terms=tuple(t.typed for t in words.unknown),
@@ -298,3 +306,68 @@ def test_the_decision_is_graded_by_how_much_the_unknown_term_reads_as_a_name(
     name = decide_evidence(_signals("the Vorquelzan collector", vocabulary, pieces, 0.6), settings)
     assert compound.probability > plain.probability > name.probability
     assert compound.sufficient and plain.sufficient and not name.sufficient
+
+
+# --- an English lexicon tells a name typed in one case from an English word ----------------------------------------
+
+
+@pytest.fixture(scope="module")
+def english() -> EnglishWords:
+    return english_words()
+
+
+def readings(text: str, vocabulary: CorpusVocabulary, pieces: WordPieces, english: EnglishWords) -> dict[str, Any]:
+    return {t.typed: (t.weight, t.name_shaped) for t in question_words(text, vocabulary, pieces, english).unknown}
+
+
+def test_a_rare_english_word_weighs_as_little_as_a_common_one(
+    vocabulary: CorpusVocabulary, pieces: WordPieces, english: EnglishWords
+) -> None:
+    """ "sluggish" splits into three WordPieces like "zabbix", but the lexicon holds it."""
+    assert readings("the collector is sluggish and wonky", vocabulary, pieces, english) == {
+        "sluggish": (0.1, False),
+        "wonky": (0.1, False),
+    }
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "the zabbix agent on the worker node stopped",
+        "THE ZABBIX AGENT ON THE WORKER NODE STOPPED",
+        "we got paged at 3am and zabbix on the worker node stopped",
+        "Worker node stopped, zabbix agent unreachable",
+    ],
+)
+def test_a_name_typed_without_its_capitals_reads_as_a_name(
+    vocabulary: CorpusVocabulary, pieces: WordPieces, english: EnglishWords, question: str
+) -> None:
+    found = {typed.lower(): reading for typed, reading in readings(question, vocabulary, pieces, english).items()}
+    assert found["zabbix"] == (NAME_IN_ONE_CASE, True)
+
+
+def test_a_typo_of_an_english_word_and_two_known_words_run_together_are_not_names(
+    vocabulary: CorpusVocabulary, pieces: WordPieces, english: EnglishWords
+) -> None:
+    found = readings("the dosingpump restarts intermitently, usauly at night", vocabulary, pieces, english)
+    assert found["dosingpump"] == (COMPOUND_PIECE, False)  # dosing + pump, both the documents' words
+    assert found["intermitently"][1] is False  # one letter from "intermittently": weighed by its WordPieces
+    assert found["usauly"][1] is False  # a swapped pair and a letter from "usually"
+    assert readings("the chlroine pump", vocabulary, pieces, english)["chlroine"][1] is False  # the documents' word
+    assert "night" not in found or found["night"] == (0.1, False)
+
+
+def test_the_lexicon_moves_the_decision_only_where_a_name_is_typed_in_one_case(
+    vocabulary: CorpusVocabulary, pieces: WordPieces, english: EnglishWords
+) -> None:
+    settings = Settings()
+
+    def decide(question: str) -> Evidence:
+        return decide_evidence(_signals(question, vocabulary, pieces, 0.6, english), settings)
+
+    assert decide("the registry collector looks sluggish").sufficient
+    assert not decide("the Vorquelzan registry collector looks sluggish").sufficient
+    lower = decide("the vorquelzan registry collector looks sluggish")
+    assert not lower.sufficient and "vorquelzan" in lower.reason
+    without_lexicon = decide_evidence(_signals("the vorquelzan registry collector", vocabulary, pieces, 0.6), settings)
+    assert lower.probability < without_lexicon.probability

@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 from appliance.config import Settings
 from appliance.models.calibration import evidence_calibrated
-from appliance.retrieve.unknown_terms import UnknownTerm, WordPieces, question_words
+from appliance.retrieve.unknown_terms import Lexicon, UnknownTerm, WordPieces, question_words
 from appliance.retrieve.vocabulary import CorpusVocabulary
 from appliance.text.identifiers import is_identifier
 from appliance.text.tokens import word_terms
@@ -80,9 +80,10 @@ class EvidenceSignals:
         reranked: list[tuple[ChunkRow, float]] | None = None,
         word_pieces: WordPieces | None = None,
         vocabulary: CorpusVocabulary | None = None,
+        english: Lexicon | None = None,
     ) -> EvidenceSignals:
         vocabulary = vocabulary or CorpusVocabulary(conn)
-        words = question_words(query, vocabulary, word_pieces)
+        words = question_words(query, vocabulary, word_pieces, english)
         terms = word_terms(query)
         counted = [t for t in terms if t not in words.noise]
         best = reranked[0][0] if reranked else (found.dense[0][0] if found.dense else None)

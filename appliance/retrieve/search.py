@@ -23,6 +23,7 @@ from appliance.models.calibration import log_calibration_warnings
 from appliance.models.embedder import Embedder
 from appliance.models.registry import load_embedder
 from appliance.retrieve.aggregate import aggregate_documents
+from appliance.retrieve.english import english_words
 from appliance.retrieve.evidence import Evidence, EvidenceSignals, decide_evidence
 from appliance.retrieve.fusion import reciprocal_rank_fusion, weighted_fusion, zscore_fusion
 from appliance.retrieve.lexical import lexical_search
@@ -236,6 +237,7 @@ class Searcher:
                     ranked if reranked else None,
                     word_pieces=self.embedder.count_tokens.split,
                     vocabulary=vocabulary,
+                    english=english_words(),
                 ),
                 self.settings,
             )

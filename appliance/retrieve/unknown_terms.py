@@ -12,7 +12,12 @@ to use weighs little; what the documents do cover under another spelling weighs 
   DNSErrors_PerDstNamespace{Critical,Warning,Info});
 * a piece of a wildcard pattern (Kube*CrashLooping, kube_*_total);
 * a plain word by how the embedder's WordPiece vocabulary splits it: one piece, or a whole word and an
-  inflection ("peg" + "##ged", "restart" + "##ing"), is English; "calico" is two pieces, "zabbix" three.
+  inflection ("peg" + "##ged", "restart" + "##ing"), is English; "calico" is two pieces, "zabbix" three;
+* and, where the English lexicon is given (english.py), a plain word it holds is English whatever its
+  pieces ("sluggish"), a typo of an English word ("intermitently") or of one the documents write ("crpyto")
+  is weighed by its pieces, two corpus words run together are a compound ("healthcheck"), and a word that
+  is none of these is read as a name typed without its capitals ("zabbix agent unreachable" as "Zabbix
+  agent unreachable"), at half a capitalized name's weight.
 
 Measurements and the pager's status (p99, 5xx, 2Gi, FIRING:1; text/wording.py) are not words of the
 question at all, and misspellings were corrected before the search (spelling.py).
@@ -23,8 +28,9 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Protocol
 
-from appliance.retrieve.vocabulary import CorpusVocabulary
+from appliance.retrieve.vocabulary import CorpusVocabulary, one_edit_variants
 from appliance.text.identifiers import is_identifier
 from appliance.text.stopwords import STOPWORDS
 from appliance.text.tokens import CANDIDATE, SEARCH_WORD
@@ -46,6 +52,15 @@ _NUMBERED = re.compile(r"^([A-Za-z]{2,})(\d{1,2})$")
 COMPOUND_PIECE = 0.1
 # A plain word by its WordPiece count: 1 piece, 2 pieces, 3 or more.
 PLAIN_WORD = (0.1, 0.25, 0.5)
+# A lower-case word that is no English word, no typo of one and no compound of the documents' words: a name
+# typed in one case. It weighs half a capitalized name (NAME): its reading is the lexicon's verdict, not the
+# operator's, and jargon the lexicon lacks ("kubeconfig") reads the same way, so a question whose passages
+# match it well still passes (at 0.75, typos of words the lexicon lacks, "crpyto", refused outright).
+NAME_IN_ONE_CASE = 0.5
+# Pieces of a run-together compound: each at least this long ("healthcheck" = health + check).
+MIN_COMPOUND_PART = 3
+# Shorter words are one edit from too many of the documents' words to be read as typos of them.
+MIN_NEAR_LENGTH = 5
 # An unknown word that opens the question with a capital: its case cannot say, but questions rarely open on
 # an ordinary word the documents lack (Jenkins, one WordPiece, is a name).
 CAPITALIZED_FIRST_WORD = 0.5
@@ -53,6 +68,14 @@ CAPITALIZED_FIRST_WORD = 0.5
 MIN_HEAD = 6
 
 WordPieces = Callable[[str], list[str]]
+
+
+class Lexicon(Protocol):
+    def knows(self, word: str) -> bool: ...
+
+    def misspelt(self, word: str) -> bool: ...
+
+
 # A vocabulary word plus one of these pieces is an inflected English word: peg ##ged, node ##s, idle ##d.
 _INFLECTION = re.compile(r"^##[a-z]?(?:s|es|ed|d|ing|er|ers|ly|y)$")
 
@@ -148,6 +171,37 @@ def _plain_weight(word: str, word_pieces: WordPieces | None) -> float:
     return PLAIN_WORD[min(len(pieces), len(PLAIN_WORD)) - 1]
 
 
+def _run_together(word: str, vocabulary: CorpusVocabulary) -> bool:
+    """Two words of the documents written as one: healthcheck, failovers, nodepool."""
+    lowered = word.lower()
+    cuts = range(MIN_COMPOUND_PART, len(lowered) - MIN_COMPOUND_PART + 1)
+    return any(vocabulary.knows(lowered[:cut]) and vocabulary.knows(lowered[cut:]) for cut in cuts)
+
+
+def _near_documented(word: str, vocabulary: CorpusVocabulary) -> bool:
+    """One edit from a word the documents know in some form ("crpyto" where they write crypto-mining): a typo
+    the spelling correction did not take, since the documents never write that word on its own."""
+    lowered = word.lower()
+    return len(lowered) >= MIN_NEAR_LENGTH and any(vocabulary.knows(v) for v in one_edit_variants(lowered))
+
+
+def _plain_term(
+    word: str, vocabulary: CorpusVocabulary, word_pieces: WordPieces | None, english: Lexicon | None
+) -> UnknownTerm:
+    if english is None:
+        return UnknownTerm(word, _plain_weight(word, word_pieces), "plain word", False)
+    if english.knows(word):
+        return UnknownTerm(word, PLAIN_WORD[0], "English word", False)
+    if english.misspelt(word):
+        return UnknownTerm(word, _plain_weight(word, word_pieces), "misspelt English word", False)
+    if _near_documented(word, vocabulary):
+        return UnknownTerm(word, _plain_weight(word, word_pieces), "misspelt word of the documents", False)
+    if _run_together(word, vocabulary):
+        return UnknownTerm(word, COMPOUND_PIECE, "compound of known words written as one", False)
+    weight = max(NAME_IN_ONE_CASE, _plain_weight(word, word_pieces))
+    return UnknownTerm(word, weight, "name typed in one case (no English word)", True)
+
+
 def _known_words_hyphenated(token: str, words: list[str], vocabulary: CorpusVocabulary) -> bool:
     """CONTROLLER-MANAGER: every word known, no digit, no underscore (a metric name is judged whole)."""
     if len(words) == 1:
@@ -157,7 +211,13 @@ def _known_words_hyphenated(token: str, words: list[str], vocabulary: CorpusVoca
 
 
 def _plain_words(
-    words: list[str], text: str, start: int, end: int, vocabulary: CorpusVocabulary, word_pieces: WordPieces | None
+    words: list[str],
+    text: str,
+    start: int,
+    end: int,
+    vocabulary: CorpusVocabulary,
+    word_pieces: WordPieces | None,
+    english: Lexicon | None,
 ) -> list[UnknownTerm]:
     """The unknown words of a token not shaped like a name, each on its own: pump-realted is pump + realted."""
     informative = case_is_informative(text)
@@ -176,11 +236,13 @@ def _plain_words(
         elif _documented_prefix(word, vocabulary):
             found.append(UnknownTerm(word, KNOWN_NAME_EXTENDED, "documented name with known words", False))
         else:
-            found.append(UnknownTerm(word, _plain_weight(word, word_pieces), "plain word", False))
+            found.append(_plain_term(word, vocabulary, word_pieces, english))
     return found
 
 
-def question_words(text: str, vocabulary: CorpusVocabulary, word_pieces: WordPieces | None = None) -> QuestionWords:
+def question_words(
+    text: str, vocabulary: CorpusVocabulary, word_pieces: WordPieces | None = None, english: Lexicon | None = None
+) -> QuestionWords:
     """The unknown terms of a question, each weighed, and its noise tokens."""
     informative = case_is_informative(text)
     unknown: dict[str, UnknownTerm] = {}
@@ -200,6 +262,6 @@ def question_words(text: str, vocabulary: CorpusVocabulary, word_pieces: WordPie
                 weight, why = _name_weight(token, text, start, end, vocabulary)
                 unknown[token.lower()] = UnknownTerm(token, weight, why, True)
             continue
-        for term in _plain_words(words, text, start, end, vocabulary, word_pieces):
+        for term in _plain_words(words, text, start, end, vocabulary, word_pieces, english):
             unknown.setdefault(term.typed.lower(), term)
     return QuestionWords(tuple(unknown.values()), frozenset(noise))

@@ -1,0 +1,70 @@
+"""Is an unknown word of a question English, a misspelt English word, or a name typed in one case?
+
+A question's case says whether an unknown word is a name only when the operator capitalizes: "Zabbix agent
+unreachable" reads as a product, but "zabbix agent unreachable", "ZABBIX AGENT UNREACHABLE" and "we got paged
+at 3am and zabbix…" do not, and the embedder's WordPiece vocabulary cannot tell "zabbix" (three pieces) from
+"sluggish" (three pieces too). A general English lexicon can: pyspellchecker's English word frequencies
+(MIT; about 160,000 words counted in film subtitles, so everyday English, not product names: "sluggish",
+"wonky" and "hiccup" are there, "zabbix", "grafana" and "keycloak" are not).
+
+Three readings, each a graded weight in unknown_terms.py, never a verdict on its own:
+
+* an English word (counted at least MIN_COUNT times): ordinary English the documents happen not to use;
+* one edit from an English word ("recieve", "intermitently"), or a swapped pair and one edit from a common
+  one ("usauly"): a typo of ordinary English;
+* neither: a name written without its capitals, or jargon the lexicon lacks ("kubeconfig"). It weighs as a
+  name, but less than one written with capitals, so passages that match the question well still carry it.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+from functools import cache
+from importlib import resources
+
+from appliance.retrieve.vocabulary import one_edit_variants
+
+# Counts below this are mostly names and one-off spellings of the subtitles (the list's floor is 50).
+MIN_COUNT = 100
+# Shorter words are one edit from too many English words to tell a typo from a name (k8s, nfs, abc).
+MIN_NEAR_LENGTH = 5
+# Two slips in one word, the first a swapped pair ("usauly" → "usualy" → "usually"), are read as a typo only
+# of a common word, in a word long enough to hold two: any two edits make "zabbix" into "rabbit".
+COMMON_COUNT = 10_000
+MIN_TWO_EDIT_LENGTH = 6
+
+
+@cache
+def _counts() -> dict[str, int]:
+    data = resources.files("spellchecker").joinpath("resources", "en.json.gz").read_bytes()
+    counts: dict[str, int] = json.loads(gzip.decompress(data))
+    return counts
+
+
+class EnglishWords:
+    """Lookups in the English lexicon, loaded once per process (about 0.3 s, 20 MB)."""
+
+    def __init__(self, counts: dict[str, int] | None = None) -> None:
+        self._words = counts if counts is not None else _counts()
+
+    def knows(self, word: str) -> bool:
+        return self._words.get(word.lower(), 0) >= MIN_COUNT
+
+    def misspelt(self, word: str) -> bool:
+        """One edit from an English word, and not itself English."""
+        lowered = word.lower()
+        if len(lowered) < MIN_NEAR_LENGTH or self.knows(lowered):
+            return False
+        variants = one_edit_variants(lowered)
+        if any(self._words.get(variant, 0) >= MIN_COUNT for variant in variants):
+            return True
+        if len(lowered) < MIN_TWO_EDIT_LENGTH:
+            return False
+        swapped = [lowered[:i] + lowered[i + 1] + lowered[i] + lowered[i + 2 :] for i in range(len(lowered) - 1)]
+        return any(self._words.get(second, 0) >= COMMON_COUNT for swap in swapped for second in one_edit_variants(swap))
+
+
+@cache
+def english_words() -> EnglishWords:
+    return EnglishWords()
