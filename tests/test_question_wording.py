@@ -354,6 +354,14 @@ def test_a_typo_of_an_english_word_and_two_known_words_run_together_are_not_name
     assert found["intermitently"][1] is False  # one letter from "intermittently": weighed by its WordPieces
     assert found["usauly"][1] is False  # a swapped pair and a letter from "usually"
     assert readings("the chlroine pump", vocabulary, pieces, english)["chlroine"][1] is False  # the documents' word
+
+
+def test_a_word_built_like_english_is_not_read_as_a_name(
+    vocabulary: CorpusVocabulary, pieces: WordPieces, english: EnglishWords
+) -> None:
+    """ "pagination" is in no subtitle, but its ending says English: weighed by its WordPieces, as before."""
+    found = readings("pagination options for the collector", vocabulary, pieces, english)
+    assert found["pagination"][1] is False and found["pagination"][0] <= 0.5
     assert "night" not in found or found["night"] == (0.1, False)
 
 

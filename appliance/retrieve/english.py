@@ -12,7 +12,8 @@ Three readings, each a graded weight in unknown_terms.py, never a verdict on its
 * an English word (counted at least MIN_COUNT times): ordinary English the documents happen not to use;
 * one edit from an English word ("recieve", "intermitently"), or a swapped pair and one edit from a common
   one ("usauly"): a typo of ordinary English;
-* neither: a name written without its capitals, or jargon the lexicon lacks ("kubeconfig"). It weighs as a
+* built like an English word (pagination, recoverability): an English word the lexicon lacks;
+* none of these: a name written without its capitals, or jargon the lexicon lacks ("kubeconfig"). It weighs as a
   name, but less than one written with capitals, so passages that match the question well still carry it.
 """
 
@@ -33,6 +34,31 @@ MIN_NEAR_LENGTH = 5
 # of a common word, in a word long enough to hold two: any two edits make "zabbix" into "rabbit".
 COMMON_COUNT = 10_000
 MIN_TWO_EDIT_LENGTH = 6
+
+
+# English derivational endings: a word built with one ("pagination", "acclamation", "recoverability") is an
+# English word the subtitles lack more often than a product name is (zabbix, grafana, keycloak, fluxcd).
+ENGLISH_ENDINGS = (
+    "tion",
+    "sion",
+    "ment",
+    "ness",
+    "ity",
+    "ance",
+    "ence",
+    "able",
+    "ible",
+    "ous",
+    "ive",
+    "ical",
+    "ally",
+    "ing",
+    "ism",
+    "ship",
+    "ward",
+    "wise",
+)
+MIN_STEM = 3
 
 
 @cache
@@ -63,6 +89,11 @@ class EnglishWords:
             return False
         swapped = [lowered[:i] + lowered[i + 1] + lowered[i] + lowered[i + 2 :] for i in range(len(lowered) - 1)]
         return any(self._words.get(second, 0) >= COMMON_COUNT for swap in swapped for second in one_edit_variants(swap))
+
+
+def english_shaped(word: str) -> bool:
+    lowered = word.lower()
+    return any(lowered.endswith(end) and len(lowered) - len(end) >= MIN_STEM for end in ENGLISH_ENDINGS)
 
 
 @cache

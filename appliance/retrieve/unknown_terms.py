@@ -30,6 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
+from appliance.retrieve.english import english_shaped
 from appliance.retrieve.vocabulary import CorpusVocabulary, one_edit_variants
 from appliance.text.identifiers import is_identifier
 from appliance.text.stopwords import STOPWORDS
@@ -196,6 +197,8 @@ def _plain_term(
         return UnknownTerm(word, _plain_weight(word, word_pieces), "misspelt English word", False)
     if _near_documented(word, vocabulary):
         return UnknownTerm(word, _plain_weight(word, word_pieces), "misspelt word of the documents", False)
+    if english_shaped(word):
+        return UnknownTerm(word, _plain_weight(word, word_pieces), "English-shaped word", False)
     if _run_together(word, vocabulary):
         return UnknownTerm(word, COMPOUND_PIECE, "compound of known words written as one", False)
     weight = max(NAME_IN_ONE_CASE, _plain_weight(word, word_pieces))
