@@ -379,3 +379,13 @@ def test_the_lexicon_moves_the_decision_only_where_a_name_is_typed_in_one_case(
     assert not lower.sufficient and "vorquelzan" in lower.reason
     without_lexicon = decide_evidence(_signals("the vorquelzan registry collector", vocabulary, pieces, 0.6), settings)
     assert lower.probability < without_lexicon.probability
+
+
+def test_rare_listed_words_and_lower_case_acronyms_are_not_names(
+    vocabulary: CorpusVocabulary, pieces: WordPieces, english: EnglishWords
+) -> None:
+    """ "afterwards" sits at the lexicon's floor (counted 50 times) and is English all the same; "api" is an
+    acronym typed in lower case. Both once refused an answerable question of the cross-process suite."""
+    found = readings("afterwards the dosing api is slow", vocabulary, pieces, english)
+    assert found["afterwards"] == (0.1, False)
+    assert found["api"][1] is False

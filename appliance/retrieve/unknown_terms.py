@@ -58,6 +58,8 @@ PLAIN_WORD = (0.1, 0.25, 0.5)
 # operator's, and jargon the lexicon lacks ("kubeconfig") reads the same way, so a question whose passages
 # match it well still passes (at 0.75, typos of words the lexicon lacks, "crpyto", refused outright).
 NAME_IN_ONE_CASE = 0.5
+# Shorter lower-case words are mostly acronyms typed in lower case (api, cli, vpn, ntp), not product names.
+MIN_NAME_IN_ONE_CASE = 5
 # Pieces of a run-together compound: each at least this long ("healthcheck" = health + check).
 MIN_COMPOUND_PART = 3
 # Shorter words are one edit from too many of the documents' words to be read as typos of them.
@@ -199,6 +201,8 @@ def _plain_term(
         return UnknownTerm(word, _plain_weight(word, word_pieces), "misspelt word of the documents", False)
     if english_shaped(word):
         return UnknownTerm(word, _plain_weight(word, word_pieces), "English-shaped word", False)
+    if len(word) < MIN_NAME_IN_ONE_CASE:
+        return UnknownTerm(word, _plain_weight(word, word_pieces), "plain word", False)  # api, cli, ntp: acronyms
     if _run_together(word, vocabulary):
         return UnknownTerm(word, COMPOUND_PIECE, "compound of known words written as one", False)
     weight = max(NAME_IN_ONE_CASE, _plain_weight(word, word_pieces))
