@@ -41,14 +41,15 @@ LONGEST_FIRST = (
 
 
 def unit_of_work(nodeid: str) -> str:
-    """The module of a test, or the group of modules that share one session fixture."""
-    module = nodeid.split("::", 1)[0]
-    return "offline-bundle" if Path(module).name in SHARED_BUNDLE_MODULES else module
+    """The module of a test (tests/ is flat: its file name), or the group of modules that share one session
+    fixture."""
+    module = Path(nodeid.split("::", 1)[0]).name
+    return "offline-bundle" if module in SHARED_BUNDLE_MODULES else module
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {unit: position for position, unit in enumerate(LONGEST_FIRST)}
-    items.sort(key=lambda item: rank.get(Path(unit_of_work(item.nodeid)).name, len(rank)))  # stable otherwise
+    items.sort(key=lambda item: rank.get(unit_of_work(item.nodeid), len(rank)))  # stable otherwise
 
 
 if importlib.util.find_spec("xdist") is not None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import importlib.metadata as metadata
 import re
-import shutil
 import tomllib
 import zipfile
 from collections.abc import Iterator
@@ -20,7 +19,7 @@ from appliance.offline.builder import PROJECT_ROOT, BundleOptions, build_bundle
 from appliance.offline.manifest import BundleError
 from appliance.offline.recipe import ModelSpec, load_recipe
 from appliance.offline.sources import fetch_model
-from appliance.offline.wheelhouse import WHEEL_SOURCES, appliance_wheel
+from appliance.offline.wheelhouse import appliance_wheel, copy_wheel_sources
 from tests.fake_hub import FakeHub, FakeRepo, build_tiny_sentence_transformer, repo_from_folder, serve_fake_hub
 from tests.offline_target import require_wheelhouse
 
@@ -205,14 +204,7 @@ def test_bundling_the_same_inputs_twice_gives_the_same_manifest(tmp_path: Path) 
 def test_the_appliance_wheel_is_built_from_a_copy_leaving_the_checkout_untouched(tmp_path: Path) -> None:
     """setuptools writes build/ and *.egg-info beside the sources it builds: a read-only checkout could not
     bundle, and two bundles from one checkout at once trampled each other's egg-info."""
-    checkout = tmp_path / "checkout"
-    checkout.mkdir()
-    for name in WHEEL_SOURCES:
-        source = PROJECT_ROOT / name
-        if source.is_dir():
-            shutil.copytree(source, checkout / name, ignore=shutil.ignore_patterns("__pycache__"))
-        else:
-            shutil.copy2(source, checkout / name)
+    checkout = copy_wheel_sources(PROJECT_ROOT, tmp_path / "checkout")  # a checkout of just what the wheel needs
     before = sorted(str(path.relative_to(checkout)) for path in checkout.rglob("*"))
 
     wheel = appliance_wheel(checkout, tmp_path / "out", progress=lambda _: None)

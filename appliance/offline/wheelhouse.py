@@ -89,7 +89,7 @@ def llama_wheel(
 WHEEL_SOURCES = ("pyproject.toml", "README.md", "appliance")
 
 
-def _wheel_sources(project_root: Path, destination: Path) -> Path:
+def copy_wheel_sources(project_root: Path, destination: Path) -> Path:
     destination.mkdir(parents=True)
     for name in WHEEL_SOURCES:
         path = project_root / name
@@ -107,7 +107,7 @@ def appliance_wheel(project_root: Path, destination: Path, progress: Progress) -
         )
     progress("build the appliance wheel")
     with tempfile.TemporaryDirectory(prefix="appliance-source-") as scratch:
-        source = _wheel_sources(project_root, Path(scratch) / "appliance-src")
+        source = copy_wheel_sources(project_root, Path(scratch) / "appliance-src")
         _pip(
             ["wheel", "--quiet", "--no-deps", "--no-build-isolation", str(source), "-w", str(destination)],
             env=_build_env(),

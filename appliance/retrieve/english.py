@@ -7,7 +7,7 @@ at 3am and zabbix…" do not, and the embedder's WordPiece vocabulary cannot tel
 (MIT; about 160,000 words counted in film subtitles, so everyday English, not product names: "sluggish",
 "wonky" and "hiccup" are there, "zabbix", "grafana" and "keycloak" are not).
 
-Three readings, each a graded weight in unknown_terms.py, never a verdict on its own:
+Four readings, each a graded weight in unknown_terms.py, never a verdict on its own:
 
 * an English word (any word of the list): ordinary English the documents happen not to use;
 * one edit from an English word ("recieve", "intermitently"), or a swapped pair and one edit from a common
@@ -24,11 +24,12 @@ import json
 from functools import cache
 from importlib import resources
 
-from appliance.retrieve.vocabulary import one_edit_variants
+from appliance.retrieve.vocabulary import one_edit_variants, swapped_pairs
 
 # Any word of the list is English: its floor (50) holds real words too ("afterwards" is counted 50 times).
 MIN_COUNT = 50
-# Shorter words are one edit from too many English words to tell a typo from a name (k8s, nfs, abc).
+# Shorter words are one edit from too many words, English or the documents', to tell a typo from a name
+# (k8s, nfs, abc).
 MIN_NEAR_LENGTH = 5
 # Two slips in one word, the first a swapped pair ("usauly" → "usualy" → "usually"), are read as a typo only
 # of a common word, in a word long enough to hold two: any two edits make "zabbix" into "rabbit".
@@ -61,18 +62,12 @@ ENGLISH_ENDINGS = (
 MIN_STEM = 3
 
 
-@cache
-def _counts() -> dict[str, int]:
-    data = resources.files("spellchecker").joinpath("resources", "en.json.gz").read_bytes()
-    counts: dict[str, int] = json.loads(gzip.decompress(data))
-    return counts
-
-
 class EnglishWords:
-    """Lookups in the English lexicon, loaded once per process (about 0.3 s, 20 MB)."""
+    """Lookups in the English lexicon (english_words() loads it once per process: about 0.1 s, 20 MB)."""
 
-    def __init__(self, counts: dict[str, int] | None = None) -> None:
-        self._words = counts if counts is not None else _counts()
+    def __init__(self) -> None:
+        data = resources.files("spellchecker").joinpath("resources", "en.json.gz").read_bytes()
+        self._words: dict[str, int] = json.loads(gzip.decompress(data))
 
     def knows(self, word: str) -> bool:
         return self._words.get(word.lower(), 0) >= MIN_COUNT
@@ -87,8 +82,11 @@ class EnglishWords:
             return True
         if len(lowered) < MIN_TWO_EDIT_LENGTH:
             return False
-        swapped = [lowered[:i] + lowered[i + 1] + lowered[i] + lowered[i + 2 :] for i in range(len(lowered) - 1)]
-        return any(self._words.get(second, 0) >= COMMON_COUNT for swap in swapped for second in one_edit_variants(swap))
+        return any(
+            self._words.get(second, 0) >= COMMON_COUNT
+            for swap in swapped_pairs(lowered)
+            for second in one_edit_variants(swap)
+        )
 
 
 def english_shaped(word: str) -> bool:

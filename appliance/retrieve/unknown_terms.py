@@ -30,7 +30,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from appliance.retrieve.english import english_shaped
+from appliance.retrieve.english import MIN_NEAR_LENGTH, english_shaped
 from appliance.retrieve.vocabulary import CorpusVocabulary, one_edit_variants
 from appliance.text.identifiers import is_identifier
 from appliance.text.stopwords import STOPWORDS
@@ -62,8 +62,6 @@ NAME_IN_ONE_CASE = 0.5
 MIN_NAME_IN_ONE_CASE = 5
 # Pieces of a run-together compound: each at least this long ("healthcheck" = health + check).
 MIN_COMPOUND_PART = 3
-# Shorter words are one edit from too many of the documents' words to be read as typos of them.
-MIN_NEAR_LENGTH = 5
 # An unknown word that opens the question with a capital: its case cannot say, but questions rarely open on
 # an ordinary word the documents lack (Jenkins, one WordPiece, is a name).
 CAPITALIZED_FIRST_WORD = 0.5
@@ -185,7 +183,7 @@ def _near_documented(word: str, vocabulary: CorpusVocabulary) -> bool:
     """One edit from a word the documents know in some form ("crpyto" where they write crypto-mining): a typo
     the spelling correction did not take, since the documents never write that word on its own."""
     lowered = word.lower()
-    return len(lowered) >= MIN_NEAR_LENGTH and any(vocabulary.knows(v) for v in one_edit_variants(lowered))
+    return len(lowered) >= MIN_NEAR_LENGTH and vocabulary.knows_any(one_edit_variants(lowered))
 
 
 def _plain_term(

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from appliance.retrieve.fts_query import quote
@@ -37,11 +37,15 @@ def occurs(conn: sqlite3.Connection, table: str, match: str, rowid: int | None =
 def one_edit_variants(word: str) -> list[str]:
     """Every string one edit from `word`, swaps first (the commonest typo), then deletions, replacements, insertions."""
     splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
-    swaps = [a + b[1] + b[0] + b[2:] for a, b in splits if len(b) > 1 and b[0] != b[1]]
     deletes = [a + b[1:] for a, b in splits if b]
     replaces = [a + c + b[1:] for a, b in splits if b for c in _LETTERS if c != b[0]]
     inserts = [a + c + b for a, b in splits for c in _LETTERS]
-    return [v for v in dict.fromkeys(swaps + deletes + replaces + inserts) if v and v != word]
+    return [v for v in dict.fromkeys(swapped_pairs(word) + deletes + replaces + inserts) if v and v != word]
+
+
+def swapped_pairs(word: str) -> list[str]:
+    """`word` with one pair of neighbouring letters swapped (the commonest typo), each distinct pair once."""
+    return [word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1) if word[i] != word[i + 1]]
 
 
 class CorpusVocabulary:
@@ -88,6 +92,24 @@ class CorpusVocabulary:
         return len(term) >= 4 and bool(
             self._cached("prefix", term, lambda: occurs(self.conn, "chunks_fts", quote(term) + "*"))
         )
+
+    def knows_any(self, terms: Sequence[str]) -> bool:
+        """Whether any of `terms` is known as `knows` reads each: three FTS5 queries (OR of the terms) instead of
+        up to three per term, for the few hundred one-edit variants of a word."""
+        lowered = sorted({t.lower() for t in terms if t})
+        if not lowered:
+            return False
+
+        def any_known() -> bool:
+            words = " OR ".join(quote(t) for t in lowered)
+            prefixes = " OR ".join(quote(t) + "*" for t in lowered if len(t) >= 4)
+            return (
+                occurs(self.conn, "chunks_fts", words)
+                or occurs(self.conn, "chunks_ident", words)
+                or (bool(prefixes) and occurs(self.conn, "chunks_fts", prefixes))
+            )
+
+        return bool(self._cached("any", "\n".join(lowered), any_known))
 
     def in_passage(self, word: str, rowid: int) -> bool:
         return occurs(self.conn, "chunks_fts", quote(word), rowid)
