@@ -16,7 +16,7 @@ import pytest
 
 from appliance.config import Settings
 from appliance.index.index import Index
-from appliance.ingest.watch import TreeWatcher, watch
+from appliance.ingest.watch import TreeWatcher, watch, write_trigger
 
 REPO = Path(__file__).resolve().parent.parent
 SETTLE_JSON = ["--settle", "0.3", "--json"]
@@ -182,3 +182,25 @@ def test_without_a_trigger_it_indexes_what_landed(settings: Settings, docs: Path
     finally:
         process.terminate()
         process.wait(timeout=60)
+
+
+def test_the_trigger_file_is_never_seen_empty_or_half_written(tmp_path: Path) -> None:
+    trigger = tmp_path / "run" / "docs-changed"
+    seen: list[str] = []
+    done = threading.Event()
+
+    def read_while_written() -> None:
+        while not done.is_set():
+            if trigger.exists():
+                seen.append(trigger.read_text())
+
+    reader = threading.Thread(target=read_while_written)
+    reader.start()
+    try:
+        for n in range(300):
+            write_trigger(trigger, [tmp_path / f"SOP-{n}.md"])
+    finally:
+        done.set()
+        reader.join()
+    assert seen and all(text.endswith("\n") and " changed: " in text for text in seen)
+    assert sorted(path.name for path in trigger.parent.iterdir()) == ["docs-changed"]

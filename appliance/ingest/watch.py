@@ -177,9 +177,14 @@ def watch(
 
 
 def write_trigger(path: Path, changed: list[Path]) -> None:
-    """Replace `path` with a line naming what changed: a systemd PathChanged= on it fires on the close."""
+    """Replace `path` with a line naming what changed.
+
+    Written to a sibling and renamed over `path`, so a reader never sees it empty or half written; a
+    systemd PathChanged= on it fires on the rename (IN_MOVED_TO) as it would on a close after writing.
+    """
     path.parent.mkdir(parents=True, exist_ok=True)
     first = str(changed[0]) if changed else ""
     more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
-    with path.open("w") as handle:
-        handle.write(f"{time.time():.3f} changed: {first}{more}\n")
+    partial = path.with_name(f".{path.name}.partial")
+    partial.write_text(f"{time.time():.3f} changed: {first}{more}\n")
+    os.replace(partial, path)
