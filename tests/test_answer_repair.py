@@ -304,3 +304,45 @@ def test_quotes_are_few_and_in_answer_order() -> None:
     answer = " ".join(f"Step {n}: set the pump to the right speed with the tool [{n}]." for n in range(1, 7))
     quotes = quotes_for(answer, "how do I set the pumps?", many)
     assert [q.n for q in quotes] == list(range(1, MAX_QUOTES + 1))
+
+
+PREPARED = {1: "Under normal operation there should be zero prepared transactions on the main cluster."}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "how many prepared transactions are ok on the main postgres?",
+        "How many prepared xacts is normal on the main cluster",
+        "paged for prepared transactions again - how many are acceptable?",
+    ],
+)
+@pytest.mark.parametrize(
+    "answer",
+    ["The number of prepared transactions should be zero.", "There should be 0 prepared transactions [1]."],
+)
+def test_a_count_of_zero_that_a_given_source_states_answers_a_how_many_question(question: str, answer: str) -> None:
+    attribution, judge = judged(answer, question, PREPARED)
+    assert abstention_reason(question, judge.report(attribution.details), PREPARED) is None
+
+
+def test_a_count_no_given_source_states_still_does_not_answer_it() -> None:
+    question = "how many prepared transactions are ok on the main postgres?"
+    attribution, judge = judged("There should be at most two prepared transactions [1].", question, PREPARED)
+    assert abstention_reason(question, judge.report(attribution.details), PREPARED) is not None
+
+
+@pytest.mark.parametrize(
+    ("answer", "stands"),
+    [
+        ("Logs are kept for 13 months [1].", True),
+        ("Keep them 13 [1].", False),
+        ("The retention is zero [1].", False),
+    ],
+)
+def test_how_long_is_answered_by_a_number_with_its_unit_not_a_bare_one(answer: str, stands: bool) -> None:
+    sources = {1: "Audit logs are kept for 13 months, then zero copies remain."}
+    questions = ("how long are audit logs kept?", "How long do we keep the audit logs", "how soon are logs purged?")
+    for question in questions:
+        attribution, judge = judged(answer, question, sources)
+        assert (abstention_reason(question, judge.report(attribution.details), sources) is None) is stands

@@ -62,6 +62,10 @@ _QUANTITY = re.compile(
 )
 
 
+# A length of time or a distance: a bare number ("the gauge reads zero") does not say how long.
+_ASKS_A_MEASURE = re.compile(r"\bhow\s+(long|soon|old)\b", re.IGNORECASE)
+
+
 def asked_quantity(question: str) -> str | None:
     """The words of the question that ask for a value ("how often", "what percentage"), else None."""
     match = _QUANTITY.search(question)
@@ -69,8 +73,9 @@ def asked_quantity(question: str) -> str | None:
 
 
 def stated_values(sentence: str, question: str = "") -> list[str]:
-    """The values a sentence states, as written: numbers (with units), digit values the question did
-    not name (555-0195), and frequencies in words ("quarterly", "every shift") the question did not."""
+    """The values a sentence states, as written: numbers (with units; only those with one when the
+    question asks how long, how soon or how old), digit values the question did not name (555-0195),
+    and frequencies in words ("quarterly", "every shift") the question did not."""
     terms = extract_terms(sentence)
     named = {identifier.casefold() for identifier in extract_terms(question).identifiers}
     # A value written with separators (555-0195) is an identifier to the support check, not a number;
@@ -78,7 +83,9 @@ def stated_values(sentence: str, question: str = "") -> list[str]:
     digit_values = [i for i in terms.identifiers if is_digit_value(i) and i.casefold() not in named]
     asked = set(frequencies_in(question))
     words = [w for value, w in frequencies_in(sentence).items() if value not in asked]
-    return [*(q.with_unit for q in terms.numbers), *digit_values, *words]
+    measured = bool(_ASKS_A_MEASURE.search(question))
+    numbers = [q.with_unit for q in terms.numbers if q.unit is not None or not measured]
+    return [*numbers, *digit_values, *words]
 
 
 def gives_value(sentence: str, question: str = "") -> bool:
@@ -88,10 +95,14 @@ def gives_value(sentence: str, question: str = "") -> bool:
 
 def value_in_sources(sentence: str, question: str, sources: Sequence[str]) -> bool:
     """Does a given source state a value this sentence states? The same number with the same unit (or
-    none), the same digit value, the same frequency ("every 3 months" is "quarterly")."""
+    none), the same digit value, the same frequency ("every 3 months" is "quarterly"). A question that
+    asks how long, how soon or how old is answered by a number with its unit, not a bare one."""
     terms = extract_terms(sentence)
     texts = [without_thousands(text) for text in sources]
+    measured = bool(_ASKS_A_MEASURE.search(question))
     for quantity in terms.numbers:
+        if measured and quantity.unit is None:
+            continue
         units: set[str | None] = set().union(*(numbers_in(text).get(quantity.value, set()) for text in texts))
         if units and (quantity.unit is None or quantity.unit in units):
             return True

@@ -15,6 +15,8 @@ _UNIT_GROUPS = {
     "h": "h hr hrs hour hours",
     "d": "day days",
     "wk": "week weeks wk",
+    "mo": "month months",
+    "yr": "year years yr yrs",
     "ms": "ms millisecond milliseconds",
     "psi": "psi psig",
     "kpa": "kpa",

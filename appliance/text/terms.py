@@ -24,11 +24,9 @@ from appliance.text.tokens import CANDIDATE, LETTER_WORD
 
 # An identifier or number token, with a trailing percent sign ("15%").
 _TOKEN = re.compile(CANDIDATE.pattern + "%?")
-# Number words a claim states as numbers ("open it two turns"); "one" and "zero" are too often pronouns
-# and idioms ("one of the pods") to hold a sentence to.
-_CLAIMED_NUMBER_WORD = re.compile(
-    r"\b(" + "|".join(w for w in NUMBER_WORDS if w not in ("zero", "one")) + r")\b", re.IGNORECASE
-)
+# Number words a claim states as numbers ("open it two turns", "should be zero"); "one" is too often a
+# pronoun or an idiom ("one of the pods") to hold a sentence to.
+_CLAIMED_NUMBER_WORD = re.compile(r"\b(" + "|".join(w for w in NUMBER_WORDS if w != "one") + r")\b", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
