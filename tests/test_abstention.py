@@ -21,6 +21,9 @@ SOURCE = "KubeCPUOvercommit fires when the cluster cannot tolerate a node failur
         ("what is mon_osd_down_out_interval set to on our clusters?", "set to"),
         ("what should I raise max_shards to?", "raise max_shards to?"),
         ("what are the working hours for escalations?", "what are the working hours"),
+        ("what RSS limit does the sidekiq memory killer enforce?", "what RSS limit"),
+        ("we got paged: What Phone Number do we call for legal?", "What Phone Number"),
+        ("what is the sidekiq RSS limit?", "what is the sidekiq RSS limit"),
     ],
 )
 def test_questions_that_ask_for_a_value_are_recognised(question: str, asked: str) -> None:
@@ -34,6 +37,9 @@ def test_questions_that_ask_for_a_value_are_recognised(question: str, asked: str
         "KubeletPlegDurationHigh keeps firing on one node, what's the mitigation?",
         "which configmap holds the KMS connection settings?",
         "sidekiq looks stuck - where does the thread dump end up?",
+        "what does the rate limit protect?",
+        "what error rate alerts exist for the API?",
+        "what should I do when the limit is hit?",
     ],
 )
 def test_questions_that_ask_for_a_procedure_or_a_name_are_not(question: str) -> None:
@@ -108,3 +114,25 @@ def test_an_answer_that_names_what_was_asked_or_cannot_be_compared_stands(
     question: str, cited: dict[int, str], given: dict[int, str]
 ) -> None:
     assert other_subject_reason(question, cited, given) is None
+
+
+@pytest.mark.parametrize(
+    ("question", "answer", "stands"),
+    [
+        ("for how many minutes must a target be down before TargetDown fires?", "It fires when up = 0 [1].", False),
+        (
+            "for how many minutes must a target be down before TargetDown fires?",
+            "After 15 minutes of up = 0 [1].",
+            True,
+        ),
+        ("How many MINUTES until TargetDown fires", "It waits 900 seconds [1].", True),
+        ("at what percentage does the disk alert fire?", "It fires at 95 [1].", False),
+        ("at what percentage does the disk alert fire?", "It fires at 95% [1].", True),
+    ],
+)
+def test_a_value_asked_in_a_unit_is_answered_only_by_a_value_in_that_unit(
+    question: str, answer: str, stands: bool
+) -> None:
+    source = {1: "TargetDown fires when up = 0 for 15 minutes (900 seconds). The disk alert fires at 95%."}
+    report = parse_citations(answer, 1)
+    assert (abstention_reason(question, check_support(report.sentences, source), source) is None) is stands

@@ -43,19 +43,32 @@ from appliance.answer.citations import CitationReport, CitedSentence
 from appliance.answer.support import SentenceSupport, SupportReport
 from appliance.text.frequencies import frequencies_in
 from appliance.text.identifiers import identifier_in, is_digit_value
-from appliance.text.quantities import numbers_in, without_thousands
+from appliance.text.quantities import Quantity, numbers_in, unit_of, without_thousands
 from appliance.text.terms import extract_terms
 
 # The model declining in its own words: "The documents do not specify…", "the sources provided do not cover…".
 _MODEL_REFUSAL = re.compile(
     r"(the )?(documents|sources)( provided)? do(es)? not (cover|answer|contain|mention|specify|state|say|give)", re.I
 )
+# The names of values a "what" question asks for.
+_VALUE_NOUNS = (
+    r"(?:time|percentage|percent|size|number|interval|threshold|timeout|limit|frequency|duration|rate|retention"
+    r"|schedule|hours|minimum|maximum|max|min|default)"
+)
+# One or two words may say which value ("what RSS limit does…", "what phone number do we call"): never a
+# verb ("what does the rate limit protect?" asks what it is for), and the value's name must end the phrase
+# ("what error rate alerts exist?" asks for alerts).
+_MODIFIED_VALUE = (
+    r"(?:(?!(?:do|does|did|should|can|could|will|would|happens?|to|if|when|is|are|was|were)\b)[\w-]+\s+){1,2}"
+    + _VALUE_NOUNS
+    + r"\b(?=\s*(?:[?,.:;]|$)|\s+(?:do|does|did|is|are|was|were|should|must|can|will|would|for|of|on|in|at"
+    r"|before|after|when|that|we|i|you|they)\b)"
+)
 # Question forms that ask for a value rather than a procedure. "how" alone (how do I…) is not one.
 _QUANTITY = re.compile(
     r"\bhow\s+(often|long|many|much|frequently|big|large|old|soon|fast|high|low)\b"
     r"|\bat\s+what\s+(point|percentage|percent|level|threshold|rate|time|size|value|age)\b"
-    r"|\bwhat(?:'s|\s+is|\s+are)?\s+(?:the\s+)?(time|percentage|percent|size|number|interval|threshold|timeout"
-    r"|limit|frequency|duration|rate|retention|schedule|hours|minimum|maximum|max|min|default)\b"
+    r"|\bwhat(?:'s|\s+is|\s+are)?\s+(?:the\s+)?(?:" + _VALUE_NOUNS + r"\b|" + _MODIFIED_VALUE + r")"
     r"|\b(minimum|maximum)\s+\w+|\bset\s+to\b|\b(raise|increase|lower|bump)\b[^?]*\bto\s*\?"
     r"|\bwhat\b[^?]*\b(setpoints?|hours|percentage|threshold|timeout|interval|retention|schedule)\b",
     re.IGNORECASE,
@@ -64,6 +77,19 @@ _QUANTITY = re.compile(
 
 # A length of time or a distance: a bare number ("the gauge reads zero") does not say how long.
 _ASKS_A_MEASURE = re.compile(r"\bhow\s+(long|soon|old)\b", re.IGNORECASE)
+# A value asked in a named unit: "how many minutes", "what percentage".
+_ASKS_A_UNIT = re.compile(r"\bhow\s+many\s+([A-Za-z]+)|\bwhat\s+(percent(?:age)?)\b", re.IGNORECASE)
+_TIME_UNITS = frozenset({"ms", "s", "min", "h", "d", "wk", "mo", "yr"})
+
+
+def _answers_in_kind(quantity: Quantity, question: str) -> bool:
+    """Whether a number is the kind of value asked: in the unit the question names (any unit of time for
+    a time), with some unit for how long / how soon / how old, any number otherwise."""
+    named = _ASKS_A_UNIT.search(question)
+    asked = ("%" if named.group(2) else unit_of(named.group(1))) if named else None
+    if asked is not None:
+        return quantity.unit == asked or {quantity.unit, asked} <= _TIME_UNITS
+    return quantity.unit is not None or not _ASKS_A_MEASURE.search(question)
 
 
 def asked_quantity(question: str) -> str | None:
@@ -73,9 +99,9 @@ def asked_quantity(question: str) -> str | None:
 
 
 def stated_values(sentence: str, question: str = "") -> list[str]:
-    """The values a sentence states, as written: numbers (with units; only those with one when the
-    question asks how long, how soon or how old), digit values the question did not name (555-0195),
-    and frequencies in words ("quarterly", "every shift") the question did not."""
+    """The values a sentence states, as written: numbers of the kind asked (with their units, see
+    `_answers_in_kind`), digit values the question did not name (555-0195), and frequencies in words
+    ("quarterly", "every shift") the question did not."""
     terms = extract_terms(sentence)
     named = {identifier.casefold() for identifier in extract_terms(question).identifiers}
     # A value written with separators (555-0195) is an identifier to the support check, not a number;
@@ -83,8 +109,7 @@ def stated_values(sentence: str, question: str = "") -> list[str]:
     digit_values = [i for i in terms.identifiers if is_digit_value(i) and i.casefold() not in named]
     asked = set(frequencies_in(question))
     words = [w for value, w in frequencies_in(sentence).items() if value not in asked]
-    measured = bool(_ASKS_A_MEASURE.search(question))
-    numbers = [q.with_unit for q in terms.numbers if q.unit is not None or not measured]
+    numbers = [q.with_unit for q in terms.numbers if _answers_in_kind(q, question)]
     return [*numbers, *digit_values, *words]
 
 
@@ -95,13 +120,12 @@ def gives_value(sentence: str, question: str = "") -> bool:
 
 def value_in_sources(sentence: str, question: str, sources: Sequence[str]) -> bool:
     """Does a given source state a value this sentence states? The same number with the same unit (or
-    none), the same digit value, the same frequency ("every 3 months" is "quarterly"). A question that
-    asks how long, how soon or how old is answered by a number with its unit, not a bare one."""
+    none), the same digit value, the same frequency ("every 3 months" is "quarterly"). The number must
+    be the kind of value asked (`_answers_in_kind`): "how many minutes" is not answered by "up = 0"."""
     terms = extract_terms(sentence)
     texts = [without_thousands(text) for text in sources]
-    measured = bool(_ASKS_A_MEASURE.search(question))
     for quantity in terms.numbers:
-        if measured and quantity.unit is None:
+        if not _answers_in_kind(quantity, question):
             continue
         units: set[str | None] = set().union(*(numbers_in(text).get(quantity.value, set()) for text in texts))
         if units and (quantity.unit is None or quantity.unit in units):
