@@ -63,6 +63,9 @@ class NomicGguf:
     def __init__(self, path: Path = NOMIC, n_threads: int = 2, n_ctx: int = 2048) -> None:
         from llama_cpp import Llama
 
+        from appliance.models.generation.cpu_backends import load_cpu_backend
+
+        load_cpu_backend()  # a GGML_BACKEND_DL build has no CPU code until one variant is loaded
         self._llm: Any = Llama(
             model_path=str(path),
             embedding=True,

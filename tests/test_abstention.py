@@ -136,3 +136,24 @@ def test_a_value_asked_in_a_unit_is_answered_only_by_a_value_in_that_unit(
     source = {1: "TargetDown fires when up = 0 for 15 minutes (900 seconds). The disk alert fires at 95%."}
     report = parse_citations(answer, 1)
     assert (abstention_reason(question, check_support(report.sentences, source), source) is None) is stands
+
+
+GASKETS = {1: "Reconnect the yoke with a new lead gasket, part RW-GSK-0410, at every connection."}
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "reconnecting VR-451 after a container change - what gasket part number do I use?",
+        "What Gasket Part Number do I use when reconnecting the yoke",
+        "what's the part number?",
+    ],
+)
+def test_a_part_number_a_given_source_holds_answers_a_question_asking_for_a_number(question: str) -> None:
+    def reason(answer: str) -> str | None:
+        report = parse_citations(answer, 1)
+        return abstention_reason(question, check_support(report.sentences, GASKETS), GASKETS)
+
+    assert reason("Use a new lead gasket, RW-GSK-0410 [1].") is None
+    assert reason("Use a new lead gasket [1].") is not None
+    assert reason("Use gasket RW-GSK-0999 [1].") is not None

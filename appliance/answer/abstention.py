@@ -82,6 +82,17 @@ _ASKS_A_UNIT = re.compile(r"\bhow\s+many\s+([A-Za-z]+)|\bwhat\s+(percent(?:age)?
 _TIME_UNITS = frozenset({"ms", "s", "min", "h", "d", "wk", "mo", "yr"})
 
 
+def _asks_for_a_number(question: str) -> bool:
+    """ "What gasket part number…", "what's the ticket number": a tag or code with digits (RW-GSK-0410) is
+    the value."""
+    asked = asked_quantity(question)
+    return asked is not None and asked.casefold().endswith("number")
+
+
+def _is_value(identifier: str, question: str) -> bool:
+    return is_digit_value(identifier) or (_asks_for_a_number(question) and any(c.isdigit() for c in identifier))
+
+
 def _answers_in_kind(quantity: Quantity, question: str) -> bool:
     """Whether a number is the kind of value asked: in the unit the question names (any unit of time for
     a time), with some unit for how long / how soon / how old, any number otherwise."""
@@ -100,13 +111,14 @@ def asked_quantity(question: str) -> str | None:
 
 def stated_values(sentence: str, question: str = "") -> list[str]:
     """The values a sentence states, as written: numbers of the kind asked (with their units, see
-    `_answers_in_kind`), digit values the question did not name (555-0195), and frequencies in words
-    ("quarterly", "every shift") the question did not."""
+    `_answers_in_kind`), digit values the question did not name (555-0195; any identifier when it asks
+    for a "… number": RW-GSK-0410), and frequencies in words ("quarterly", "every shift") the question
+    did not."""
     terms = extract_terms(sentence)
     named = {identifier.casefold() for identifier in extract_terms(question).identifiers}
     # A value written with separators (555-0195) is an identifier to the support check, not a number;
     # it answers "what's the number" all the same.
-    digit_values = [i for i in terms.identifiers if is_digit_value(i) and i.casefold() not in named]
+    digit_values = [i for i in terms.identifiers if _is_value(i, question) and i.casefold() not in named]
     asked = set(frequencies_in(question))
     words = [w for value, w in frequencies_in(sentence).items() if value not in asked]
     numbers = [q.with_unit for q in terms.numbers if _answers_in_kind(q, question)]
@@ -132,7 +144,9 @@ def value_in_sources(sentence: str, question: str, sources: Sequence[str]) -> bo
             return True
     named = {identifier.casefold() for identifier in extract_terms(question).identifiers}
     for identifier in terms.identifiers:
-        given_value = is_digit_value(identifier) and identifier.casefold() not in named
+        given_value = (
+            _asks_for_a_number(question) or is_digit_value(identifier)
+        ) and identifier.casefold() not in named
         if given_value and any(identifier_in(identifier, text) for text in texts):
             return True
     stated: set[str] = set().union(*(set(frequencies_in(text)) for text in texts))
