@@ -74,7 +74,8 @@ Apply ammonia vapour to the joint. A white cloud means a leak: evacuate and call
 QUESTION = "What do I close before the cylinder change?"
 FIRST_HALF = "Close the cylinder valve VLV-3042-B"
 ANSWER = FIRST_HALF + " and wait until the vacuum regulator gauge reads zero [1]."
-# An invented step, and a step that leaves out the gasket's part number its source gives (quoted under it).
+# An invented step, and two steps that leave out what their source gives (quoted under them): the gauge's
+# "zero" and the gasket's part number.
 UNSUPPORTED = (
     "Close VLV-3042-B [1]. Replace the lead gasket at every connection [1]. Then open valve VLV-9999-Z to vent [7]."
 )
@@ -326,8 +327,11 @@ def test_operator_page_in_a_real_browser(server: str, token: str, generator: Gat
             expect(page.locator("#removed")).to_contain_text("[7]")
             expect(page.locator("#answer")).not_to_contain_text("[7]")
             expect(page.locator("#refusal")).to_be_hidden()
-            quote = page.locator("#quotes-list > li")
-            expect(quote).to_have_count(1)
+            quotes = page.locator("#quotes-list > li")
+            expect(quotes).to_have_count(2)  # in answer order, each under the step that leaves its value out
+            expect(quotes.nth(0).locator(".quote-for")).to_contain_text("Close VLV-3042-B")
+            expect(quotes.nth(0).locator("blockquote")).to_contain_text("reads zero")
+            quote = quotes.nth(1)
             expect(quote.locator(".quote-for")).to_have_text("Replace the lead gasket at every connection.")
             expect(quote.locator("blockquote")).to_contain_text("RW-GSK-0410")
             expect(quote.locator("button.cite[data-source='1']")).to_be_visible()
