@@ -157,3 +157,10 @@ def test_a_part_number_a_given_source_holds_answers_a_question_asking_for_a_numb
     assert reason("Use a new lead gasket, RW-GSK-0410 [1].") is None
     assert reason("Use a new lead gasket [1].") is not None
     assert reason("Use gasket RW-GSK-0999 [1].") is not None
+
+
+def test_a_word_the_source_holds_does_not_vouch_for_an_invented_part_number_beside_it() -> None:
+    question = "what gasket part number do I use?"
+    report = parse_citations("Use the on-call gasket RW-GSK-0999 [1].", 1)
+    sources = {1: "Ask the on-call lead; reconnect with a new lead gasket, part RW-GSK-0410."}
+    assert abstention_reason(question, check_support(report.sentences, sources), sources) is not None

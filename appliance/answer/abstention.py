@@ -144,9 +144,7 @@ def value_in_sources(sentence: str, question: str, sources: Sequence[str]) -> bo
             return True
     named = {identifier.casefold() for identifier in extract_terms(question).identifiers}
     for identifier in terms.identifiers:
-        given_value = (
-            _asks_for_a_number(question) or is_digit_value(identifier)
-        ) and identifier.casefold() not in named
+        given_value = _is_value(identifier, question) and identifier.casefold() not in named
         if given_value and any(identifier_in(identifier, text) for text in texts):
             return True
     stated: set[str] = set().union(*(set(frequencies_in(text)) for text in texts))
