@@ -7,6 +7,7 @@ from dataclasses import replace
 from appliance.answer.prompt import SYSTEM_PROMPT, Following, build_prompt
 from appliance.index.records import ChunkRow
 from appliance.text.sentences import leading_sentences
+from appliance.text.terms import extract_terms
 
 
 def chunk(i: int, text: str, *, page: int | None = None, section: str = "SOP › Steps") -> ChunkRow:
@@ -39,6 +40,13 @@ def test_sources_are_numbered_in_rank_order_with_their_provenance() -> None:
     assert "[2] SOP › Valves (docs/sop-2.md, p. 4)\nOpen VLV-3042-A." in prompt.user
     assert prompt.user.index("[1]") < prompt.user.index("[2]") < prompt.user.index("Question: Which valve?")
     assert prompt.system == SYSTEM_PROMPT and "do not cover" in prompt.system
+
+
+def test_the_instructions_show_the_citation_format_without_an_example_step_to_copy() -> None:
+    # A sample sentence naming a valve was copied into answers as their first step: the instructions
+    # name no tag, part or command a small model could take for one of the sources'.
+    assert "[1]" in SYSTEM_PROMPT
+    assert extract_terms(SYSTEM_PROMPT).identifiers == ()
 
 
 def test_at_most_max_sources_are_given() -> None:
