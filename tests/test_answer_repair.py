@@ -13,8 +13,12 @@ import pytest
 from appliance.answer.abstention import abstention_reason, is_sibling, other_subject_reason, value_in_sources
 from appliance.answer.attribution import attribute_citations
 from appliance.answer.citations import parse_citations
+from appliance.answer.passages import Window
+from appliance.answer.prompt import Source, source_of
 from appliance.answer.quotes import MAX_QUOTES, select_quotes
 from appliance.answer.support import REWORD_FLOOR, SupportJudge, check_support
+from appliance.answer.verdict import judge_answer
+from appliance.index.records import ChunkRow
 from appliance.text.frequencies import frequencies_in
 from appliance.text.sentences import split_sentences
 
@@ -255,6 +259,55 @@ def test_an_answer_citing_a_sibling_of_what_was_asked_is_refused_however_it_is_a
 )
 def test_general_words_the_cited_runbook_does_not_repeat_are_not_a_sibling(question: str) -> None:
     assert other_subject_reason(question, cited={1: RUNBOOK}, given={1: RUNBOOK, 2: HANDBOOK}) is None
+
+
+def _sop(n: int, title: str, section: str, text: str) -> Source:
+    row = ChunkRow(
+        chunk_id=f"c{n}",
+        rowid=n,
+        path=f"docs/{title}.md",
+        title=title,
+        type="md",
+        ord=0,
+        header=title,
+        text=text,
+        section=f"{title} › {section}",
+        page=None,
+        start=0,
+        end=len(text),
+        identifiers="",
+    )
+    return source_of(n, Window((row,), (row,)))
+
+
+def test_a_line_restating_the_question_does_not_make_a_sibling_sop_the_subject() -> None:
+    """The model introduced PS-2's setpoints with "…for the PS-3 pumps are:", which the checker cited to a
+    scope section naming PS-3 in passing: the values still rest on the PS-2 SOP alone."""
+    ps2 = _sop(
+        1,
+        "SOP-PMP-002 Pump Station PS-2 (Hillcrest)",
+        "5. Normal control",
+        "Lead pump starts at TANK_LEAD_START_FT = 24.0 and stops at TANK_LEAD_STOP_FT = 32.0.",
+    )
+    scope = _sop(
+        2,
+        "SOP-PMP-001 High-Lift Pump Start and Stop",
+        "2. Scope",
+        "The booster stations PS-2 and PS-3 are covered by SOP-PMP-002.",
+    )
+    question = "what are the start and stop setpoints for the PS-3 Oakridge pumps?"
+    answer = (
+        "The start and stop setpoints for the PS-3 Oakridge pumps are: [2]\n"
+        "- TANK_LEAD_START_FT = 24.0 [1]\n- TANK_LEAD_STOP_FT = 32.0 [1]"
+    )
+    verdict = judge_answer(question, answer, [ps2, scope])
+    assert verdict.refusal_reason is not None and "PS-3" in verdict.refusal_reason
+    # The same values asked about PS-2 stand.
+    assert not judge_answer(
+        question.replace("PS-3 Oakridge", "PS-2 Hillcrest"),
+        answer.replace("PS-3 Oakridge", "PS-2 Hillcrest"),
+        [ps2, scope],
+    ).refused
 
 
 @pytest.mark.parametrize(

@@ -23,6 +23,11 @@ source about PS-2. The rule is graded on what the cited sources say instead: an 
 question that some given source holds but no cited one does refuses the answer only when the cited
 sources are *about* a sibling of it: their label (title, section) names an identifier of the same
 shape that differs in one part (PS-2 for PS-3, etcdHighCommitDurations for etcdHighFsyncDurations).
+Only the citations of sentences that claim something count: a line that restates the question to
+introduce a list ("The setpoints for PS-3 are:") is not judged, and the source it cites (one that
+names PS-3 in passing) says nothing about the values that follow. On the demo question about PS-3
+setpoints, that line was cited to a scope section naming PS-3 while every value came from the PS-2
+SOP, and the answer stood, shown grounded.
 A question that names its product, team or severity in words the cited runbook does not repeat
 ("gitlab.com", "sev2" where the runbook mentions sev1 in passing) is not asking about something
 else. (An identifier in no source at all is left alone: the sources may spell it differently, and
@@ -233,5 +238,9 @@ def refusal_reason(
     reason = abstention_reason(question, support, given)
     if reason is not None:
         return reason
-    cited = sorted({n for sentence in sentences for n in sentence.cited})
+    # What the answer rests on: the sources its claims cite. A line that only restates the question to
+    # introduce what follows ("The setpoints for PS-3 are:") claims nothing, so the source it was cited to
+    # (one naming PS-3 in passing) does not make the values below it about PS-3.
+    claims = zip(sentences, support.details, strict=True)
+    cited = sorted({n for sentence, detail in claims if detail.checked for n in sentence.cited})
     return other_subject_reason(question, {n: labelled[n] for n in cited if n in labelled}, labelled)
