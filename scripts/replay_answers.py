@@ -11,8 +11,9 @@ change shows exactly which answers it moves. It loads the generator's model only
 
 Each run also gets the issue-16 table (`summary`): answerable questions refused, unanswerable declined,
 answers holding every key phrase (the answer alone, and with the sources' lines quoted under it), every
-key phrase in the prompt, answers shown grounded, correct answers shown grounded, and the median words
-of answer and quotes; the key phrases come from the golden sets of scripts/qa/.
+key phrase in the prompt, answers shown grounded, correct answers shown grounded, answers whose warning
+names a tag, number or command in no source (or a contradiction), and the median words of answer and
+quotes; the key phrases come from the golden sets of scripts/qa/.
 
 Usage: python scripts/replay_answers.py --out FILE [--home DIR] [--models-dir DIR] [--results FILE]
        [--runs runbooks_heldout_all75_final,demo_corpus_all34_final,runbooks_heldout_first40_prompt_v3_prefix_cache]
@@ -98,6 +99,8 @@ def decisions(result: Any) -> dict[str, Any]:
             [c.sentence, list(c.cited), list(c.corrected)] for c in getattr(result, "corrected_citations", [])
         ],
         "quotes": [[q.n, q.why, q.text, q.sentence] for q in getattr(result, "quotes", [])],
+        "invented": list(getattr(result, "invented", [])),
+        "contradicting": list(getattr(result, "contradicting", [])),
         "truncated": result.truncated,
         "sources": [[e.n, e.chunk_id, list(e.chunk_ids)] for e in result.evidence],
         "prompt": dict(result.prompt),
@@ -135,6 +138,10 @@ def scored(row: dict[str, Any], item: dict[str, Any], context: str) -> dict[str,
     }
 
 
+def _named(row: dict[str, Any]) -> bool:
+    return not row["grounded"] and bool(row.get("invented") or row.get("contradicting"))
+
+
 def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
     answerable = [r for r in rows if r["answerable"]]
     unanswerable = [r for r in rows if not r["answerable"]]
@@ -156,6 +163,12 @@ def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "every_key_phrase_in_the_prompt": share(sum(r["phrases_in_context"] for r in answerable), len(answerable)),
         "answers_shown_grounded": share(sum(r["grounded"] for r in shown), len(shown)),
         "correct_answers_shown_grounded": share(sum(r["grounded"] for r in correct), len(correct)),
+        # The warning that names something (a tag, number, command in no source, or a contradiction) against
+        # the milder one (only the wording differs from the sources).
+        "correct_answers_with_a_named_warning": share(sum(_named(r) for r in correct), len(correct)),
+        "unanswerable_answered_with_a_named_warning": share(
+            sum(_named(r) for r in unanswerable if not r["refused"]), sum(not r["refused"] for r in unanswerable)
+        ),
         "words_median": statistics.median(r["words_with_quotes"] for r in shown) if shown else 0,
         "corrected_citations": sum(len(r["corrected_citations"]) for r in shown),
         "answers_with_quotes": sum(bool(r["quotes"]) for r in shown),

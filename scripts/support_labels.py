@@ -32,8 +32,8 @@ from typing import Any
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.prompt import Prompt, build_prompt
-from appliance.answer.support import REWORD_FLOOR, SentenceSupport
-from appliance.answer.verdict import judge_answer
+from appliance.answer.support import REWORD_FLOOR
+from appliance.answer.verdict import Verdict, judge_answer
 from appliance.config import Settings, load_settings
 from appliance.ingest.pipeline import ingest
 from appliance.models.generation import Generator, load_generator
@@ -73,7 +73,7 @@ class Checker:
             window_chunks=self.settings.answer.window_chunks,
         )
 
-    def verdicts(self, question: str, generated: str, *, strict: bool = False) -> tuple[Prompt, list[SentenceSupport]]:
+    def verdicts(self, question: str, generated: str, *, strict: bool = False) -> tuple[Prompt, Verdict]:
         """The product's own decision after generation (verdict.judge_answer) on the stored text; with
         `strict`, without rewordings (support.REWORD_FLOOR off), to see what that tier alone changes."""
         prompt = self.prompt(question)
@@ -85,7 +85,7 @@ class Checker:
             semantic_threshold=self.settings.support.semantic_threshold,
             reword_floor=None if strict else REWORD_FLOOR,
         )
-        return prompt, verdict.support.details
+        return prompt, verdict
 
     def close(self) -> None:
         self.searcher.close()
@@ -123,7 +123,8 @@ def worksheet(args: argparse.Namespace) -> int:
         for qid, row in stored_rows(path, key).items():
             if args.ids and qid not in args.ids.split(","):
                 continue
-            prompt, details = checker.verdicts(row["question"], row["generated"])
+            prompt, verdict = checker.verdicts(row["question"], row["generated"])
+            details = verdict.support.details
             lines += [
                 f"## {args.set} {qid} (answerable={row['answerable']}, refused={row['refused']})",
                 f"sources_sha256: {sources_sha(prompt)}",
@@ -176,7 +177,8 @@ def measure(args: argparse.Namespace) -> int:
             row = stored_rows(path, key)[qid]
             if corpus not in checkers:
                 checkers[corpus] = checker_for(corpus, args.home, args.models_dir)
-            prompt, details = checkers[corpus].verdicts(row["question"], row["generated"], strict=args.strict)
+            prompt, answer = checkers[corpus].verdicts(row["question"], row["generated"], strict=args.strict)
+            details = answer.support.details
             if sources_sha(prompt) != answer_labels[0]["sources_sha256"]:
                 stale.append(f"{set_name}/{qid}")
                 continue
@@ -192,6 +194,12 @@ def measure(args: argparse.Namespace) -> int:
                         "id": qid,
                         "wrong": label["label"] == "wrong",
                         "flagged": not judged.supported,
+                        # The warning names it: a tag, number or command of it in no source, or a contradiction.
+                        "named": not judged.supported
+                        and (
+                            judged.sentence in answer.contradicting
+                            or any(item in judged.sentence for item in answer.invented)
+                        ),
                         "reason": judged.reason,
                         "sentence": label["sentence"],
                     }
@@ -215,6 +223,9 @@ def measure(args: argparse.Namespace) -> int:
                 Counter(reason_kind(o["reason"]) for o in flagged if not o["wrong"]).most_common()
             ),
             "missed_wrong": [o["sentence"] for o in wrong if not o["flagged"]],
+            "wrong_named": sum(1 for o in wrong if o["named"]),
+            "right_named": sum(1 for o in mine if o["named"] and not o["wrong"]),
+            "wrong_flagged_not_named": [o["sentence"] for o in wrong if o["flagged"] and not o["named"]],
         }
     print(json.dumps(report, indent=1))
     if args.json:

@@ -17,7 +17,7 @@ from appliance.answer.passages import Window
 from appliance.answer.prompt import Source, source_of
 from appliance.answer.quotes import MAX_QUOTES, select_quotes
 from appliance.answer.support import REWORD_FLOOR, SupportJudge, check_support
-from appliance.answer.verdict import judge_answer
+from appliance.answer.verdict import invented_specifics, judge_answer
 from appliance.index.records import ChunkRow
 from appliance.text.frequencies import frequencies_in
 from appliance.text.sentences import split_sentences
@@ -113,6 +113,40 @@ def test_an_invented_number_tag_command_frequency_negation_or_opposite_is_flagge
     assert not detail.supported and not detail.reworded
     assert why in detail.reason
     assert not judge.report(attribution.details).grounded
+
+
+@pytest.mark.parametrize(
+    ("answer", "invented"),
+    [
+        ("The gasket part number to use on the regulator is RW-GSK-0411 [2].", ["RW-GSK-0411"]),
+        ("Open the cylinder valve two turns and check the joint with ammonia vapour [2].", ["two"]),
+        ("Run `sudo gitlab-ctl restart` after the new password is written [3].", ["sudo gitlab-ctl restart"]),
+        ("The Rails PostgreSQL password is rotated monthly by the database team [3].", ["monthly"]),
+        ("Evacuate the building and call the fire brigade before any repair [2].", []),  # wording only
+        # A tag one source holds and a part another holds, cited to one of them: nothing is invented.
+        ("On ALM-CL2-LEAK-02 fit part RW-GSK-0410 and evacuate the whole building at once [2].", []),
+    ],
+)
+def test_the_warning_names_the_tags_numbers_frequencies_and_commands_no_given_source_holds(
+    answer: str, invented: list[str]
+) -> None:
+    attribution, judge = judged(answer)
+    assert not judge.report(attribution.details).grounded
+    assert invented_specifics(judge, attribution.sentences, attribution.details) == invented
+
+
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "You may reuse the lead gasket [2].",
+        "Close the cylinder valve one quarter turn and check the joint with ammonia vapour [2].",
+    ],
+)
+def test_a_sentence_saying_the_opposite_of_its_source_is_named_as_contradicting_it(answer: str) -> None:
+    sources = [_sop(n, f"SOP {n}", "Steps", text) for n, text in SOURCES.items()]
+    verdict = judge_answer("can I reuse the gasket, and how do I open the valve?", answer, sources)
+    assert verdict.contradicting == [answer.replace(" [2]", "")]
+    assert verdict.invented == [] and not verdict.support.grounded
 
 
 def test_a_sentence_mostly_in_no_source_is_flagged() -> None:

@@ -345,3 +345,27 @@ def test_a_sentence_cited_to_the_wrong_source_is_corrected_and_the_key_fact_left
     assert printed.exit_code == 0, printed.output
     assert f"citation corrected [{other}] → [{gasket}]" in printed.output
     assert "In the sources' own words:" in printed.output and "> Close the cylinder valve VLV-3042-B" in printed.output
+
+
+def test_the_warning_names_what_no_source_holds_and_says_so_when_nothing_is_invented(
+    indexed: Settings, cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    question = "What do I close before the cylinder change?"
+    invented = "Close VLV-3042-B [1]. Then run `chlorctl purge --all` on the panel [1]."
+    reworded = "Close VLV-3042-B [1]. Everyone on the shift should feel confident about the work [1]."
+    result = Answerer(indexed, generator=ScriptedGenerator(invented)).ask(question)  # type: ignore[arg-type]
+    assert not result.grounded and result.as_json()["invented"] == ["chlorctl purge --all"]
+    calm = Answerer(indexed, generator=ScriptedGenerator(reworded)).ask(question)  # type: ignore[arg-type]
+    assert not calm.grounded and calm.unsupported and calm.invented == [] and calm.contradicting == []
+
+    for answer, shown, not_shown in (
+        (invented, "Check before acting: in no source: chlorctl purge --all", "every command, value and name"),
+        (reworded, "(every command, value and name in them is in the sources)", "in no source"),
+    ):
+        monkeypatch.setattr(
+            "appliance.cli.ask_command.Answerer",
+            lambda settings, answer=answer: Answerer(settings, generator=ScriptedGenerator(answer)),  # type: ignore[arg-type]
+        )
+        printed = CliRunner().invoke(cli, ["ask", question])
+        assert printed.exit_code == 0, printed.output
+        assert shown in printed.output and not_shown not in printed.output

@@ -323,6 +323,7 @@ def test_operator_page_in_a_real_browser(server: str, token: str, generator: Gat
             expect(page.locator("#result")).to_have_attribute("data-outcome", "answer")
             expect(main).to_have_attribute("data-state", "done")
             expect(page.locator("#badge")).to_contain_text("Check before acting")
+            expect(page.locator("#badge")).to_contain_text("in no passage: VLV-9999-Z")  # named, not just warned
             expect(page.locator("#unsupported-list")).to_contain_text("VLV-9999-Z")
             expect(page.locator("#removed")).to_contain_text("[7]")
             expect(page.locator("#answer")).not_to_contain_text("[7]")

@@ -83,6 +83,13 @@ class AnswerResult:
     # The sources' own lines under the answer sentences that reword them or leave their key fact out:
     # {"n", "text", "start", "end" (offsets in that source's evidence text), "why", "sentence"}.
     quotes: list[Quote] = field(default_factory=list)
+    # The identifiers, numbers, frequencies and commands of unsupported sentences that no given source holds
+    # (verdict.invented_specifics): what "check before acting" is about. Empty, like `contradicting`, while
+    # `grounded` is False: the unsupported sentences are worded differently from the sources, name nothing
+    # the sources do not, and negate nothing they say.
+    invented: list[str] = field(default_factory=list)
+    # Sentences that assert what their source negates, or swap a word for its opposite (support.py).
+    contradicting: list[str] = field(default_factory=list)
     prompt: dict[str, int] = field(default_factory=dict)
     generation: dict[str, Any] = field(default_factory=dict)
     # The model stopped at generator.max_tokens: the answer may lack its last steps (22% of the runbook
@@ -342,6 +349,8 @@ class Answerer:
             attributed_citations=[] if refused else verdict.attributed,
             corrected_citations=[] if refused else verdict.corrected,
             quotes=[] if refused else verdict.quotes,
+            invented=[] if refused else verdict.invented,
+            contradicting=[] if refused else verdict.contradicting,
             prompt={"tokens": prompt.prompt_tokens, "sources": len(prompt.sources), "dropped": prompt.dropped},
             generation=generation,
             truncated=not refused and stats is not None and stats.finish_reason == "length",

@@ -5,7 +5,9 @@ parsed and those to sources not given removed (citations.py); every sentence is 
 it cites and, where that fails, cited to the given source that holds it (attribution.py: citations
 added where the model left none, corrected where it cited the wrong one; support.py holds the
 rules); the refusal rules run on that check (abstention.py); for an answer that stands, the sources'
-own lines that carry what the answer leaves out are quoted (quotes.py). The answerer only
+own lines that carry what the answer leaves out are quoted (quotes.py), and the identifiers, numbers and
+commands of its unsupported sentences that no given source holds are named (`invented`), so that the
+warning says what to check. The answerer only
 orchestrates: it builds the prompt, streams the model and turns a verdict into the result.
 """
 
@@ -19,7 +21,14 @@ from appliance.answer.attribution import CorrectedCitation, attribute_citations
 from appliance.answer.citations import CitedSentence, parse_citations
 from appliance.answer.prompt import Source
 from appliance.answer.quotes import Quote, select_quotes
-from appliance.answer.support import REWORD_FLOOR, SEMANTIC_THRESHOLD, Embed, SupportJudge, SupportReport
+from appliance.answer.support import (
+    REWORD_FLOOR,
+    SEMANTIC_THRESHOLD,
+    Embed,
+    SentenceSupport,
+    SupportJudge,
+    SupportReport,
+)
 from appliance.text.terms import extract_terms
 
 
@@ -33,6 +42,8 @@ class Verdict:
     refusal_reason: str | None  # why the answer becomes a refusal; None when it stands
     corrected: list[CorrectedCitation] = field(default_factory=list)  # citations moved to the source holding them
     quotes: list[Quote] = field(default_factory=list)  # the sources' own lines shown under the answer
+    invented: list[str] = field(default_factory=list)  # identifiers, numbers, commands found in no given source
+    contradicting: list[str] = field(default_factory=list)  # sentences negating (or reversing) their source
 
     @property
     def refused(self) -> bool:
@@ -84,6 +95,8 @@ def judge_answer(
     labelled = {source.n: source.block() for source in sources}
     reason = refusal_reason(question, parsed, attribution.sentences, support, labelled, source_texts)
     quotes: list[Quote] = []
+    invented = invented_specifics(judge, attribution.sentences, attribution.details)
+    contradicting = [d.sentence for d in attribution.details if d.checked and d.reason.startswith("contradicts")]
     if reason is None:
         passages = {source.n: source.text for source in sources}
         quotes = select_quotes(attribution.text, attribution.sentences, attribution.details, passages)
@@ -96,4 +109,26 @@ def judge_answer(
         reason,
         attribution.corrected,
         quotes,
+        invented,
+        contradicting,
     )
+
+
+def invented_specifics(
+    judge: SupportJudge, sentences: Sequence[CitedSentence], details: Sequence[SentenceSupport]
+) -> list[str]:
+    """The identifiers, numbers, frequencies and commands of the unsupported sentences that no given source
+    holds, in answer order: what the operator must not act on unchecked (`oc get fluentbit -A`, "every 6
+    months", `+1-800-555-1234`). Each sentence is judged against all the given sources together, so a name
+    that one source holds and a number another holds are not invented; an unsupported sentence with none of
+    these is only worded differently from its sources."""
+    everything = frozenset(judge.numbers)
+    found: list[str] = []
+    for sentence, detail in zip(sentences, details, strict=True):
+        if not detail.checked or detail.supported:
+            continue
+        for item in judge.judge(sentence, everything).missing:
+            item = item.strip()
+            if item and item not in found:
+                found.append(item)
+    return found

@@ -734,12 +734,22 @@
     const unsupported = Array.isArray(result.unsupported) ? result.unsupported : [];
     let kind;
     let text;
+    const invented = Array.isArray(result.invented) ? result.invented : [];
+    const contradicting = Array.isArray(result.contradicting) ? result.contradicting : [];
     if (result.grounded) {
       kind = "ok";
       text = "✓ Every statement is supported by the cited passages.";
+    } else if (result.verified && (invented.length > 0 || contradicting.length > 0)) {
+      // Name what no passage holds: that is what must not be acted on unchecked.
+      kind = "warn";
+      const parts = [];
+      if (invented.length > 0) parts.push("in no passage: " + invented.join(", ") + ".");
+      if (contradicting.length > 0) parts.push("a passage says the opposite of " + contradicting.length + " statement(s).");
+      text = "⚠ Check before acting: " + parts.join(" ");
     } else if (result.verified) {
       kind = "warn";
-      text = "⚠ Check before acting: some statements are not in the cited passages.";
+      // Nothing named: the statements are worded differently from the passages, or add what no passage says.
+      text = "⚠ Check before acting: some statements are not in the cited passages as written (every command, value and name in them is).";
     } else {
       kind = "warn";
       text = "⚠ Check before acting: this answer could not be checked against the passages.";
