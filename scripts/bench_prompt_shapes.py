@@ -1,0 +1,130 @@
+"""What the shape of the prompt puts in front of the model: more documents against longer windows, same budget.
+
+For every answerable question of the runbook sets (tune, held-out, sampled) and the demo set, the prompt is
+built as the answerer builds it (search → windows → token budget with the generator's tokenizer; no
+generation) under several shapes: how many retrieved chunks are candidates (k), how many following chunks
+each brings (w), and whether the best chunk of each of the first d documents is taken first (diversity).
+Reported side by side: the share of prompts holding the gold file and every key phrase, the median number
+of distinct documents, and the median prompt tokens. Retrieval only: about a minute.
+
+Usage: python scripts/bench_prompt_shapes.py [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import appliance  # noqa: F401  (offline environment first)
+from appliance.answer.prompt import build_prompt
+from appliance.config import load_settings
+from appliance.evaluate.runner import load_qa
+from appliance.index.records import ChunkRow
+from appliance.ingest.pipeline import ingest
+from appliance.models.generation import load_generator
+from appliance.retrieve.search import Searcher
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_perturbations import SETS
+from bench_prompt_fusion import holds_all
+
+REPO = Path(__file__).resolve().parent.parent
+RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
+# name: (candidates k, followers w, documents taken first d); the first is today's default.
+SHAPES = {
+    "k6 w2 (default)": (6, 2, 0),
+    "k6 w1": (6, 1, 0),
+    "k8 w1": (8, 1, 0),
+    "k6 w2 3 documents first": (6, 2, 3),
+    "k10 w2 3 documents first": (10, 2, 3),
+    "k10 w2 4 documents first": (10, 2, 4),
+    "k10 w1 4 documents first": (10, 1, 4),
+    "k10 w1 5 documents first": (10, 1, 5),
+}
+
+
+def documents_first(chunks: Sequence[ChunkRow], documents: int) -> list[ChunkRow]:
+    """The best chunk of each of the first `documents` documents, then the rest in rank order."""
+    first: list[ChunkRow] = []
+    seen: set[str] = set()
+    for chunk in chunks:
+        if chunk.path not in seen and len(seen) < documents:
+            seen.add(chunk.path)
+            first.append(chunk)
+    return first + [chunk for chunk in chunks if chunk not in first]
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-answers")
+    parser.add_argument("--models-dir", type=Path, default=REPO / "models")
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    report: dict[str, Any] = {}
+    for corpus in ("runbooks", "demo"):
+        environ = {
+            **os.environ,
+            "APPLIANCE_HOME": str(args.home / corpus),
+            "APPLIANCE_MODELS_DIR": str(args.models_dir),
+        }
+        environ.pop("APPLIANCE_CONFIG", None)
+        settings = load_settings(environ)
+        ingest(
+            settings,
+            sorted(p for p in RUNBOOKS.iterdir() if p.is_dir()) if corpus == "runbooks" else [REPO / "docs_corpus"],
+        )
+        generator = load_generator(settings)
+        budget = min(settings.answer.max_prompt_tokens, generator.n_ctx - settings.generator.max_tokens)
+        searcher = Searcher(settings)
+        for name, (set_corpus, path) in SETS.items():
+            if set_corpus != corpus:
+                continue
+            items = [item for item in load_qa(path) if item.answerable]
+            retrieved = {}
+            for item in items:
+                found = searcher.search(item.question, k=max(k for k, _, _ in SHAPES.values()))
+                rows = searcher.index.catalog.chunks_by_ids([hit.chunk_id for hit in found.hits])
+                retrieved[item.id] = [rows[hit.chunk_id] for hit in found.hits]
+            for shape, (k, w, d) in SHAPES.items():
+                gold = phrases = 0
+                documents: list[int] = []
+                tokens: list[int] = []
+                for item in items:
+                    chunks = retrieved[item.id][:k]
+                    prompt = build_prompt(
+                        item.question,
+                        documents_first(chunks, d) if d else chunks,
+                        count_tokens=generator.count_tokens,
+                        budget_tokens=budget,
+                        max_sources=k,
+                        following=searcher.index.catalog.following_chunks,
+                        window_chunks=w,
+                    )
+                    gold += any(s.chunk.path in item.gold_files for s in prompt.sources)
+                    phrases += holds_all("\n".join(s.text for s in prompt.sources), item.answer_keyphrases)
+                    documents.append(len({s.chunk.path for s in prompt.sources}))
+                    tokens.append(prompt.prompt_tokens)
+                report.setdefault(name, {})[shape] = {
+                    "questions": len(items),
+                    "gold_file_in_prompt": round(gold / len(items), 3),
+                    "keyphrases_in_prompt": round(phrases / len(items), 3),
+                    "documents_median": statistics.median(documents),
+                    "prompt_tokens_median": statistics.median(tokens),
+                }
+                print(f"{name} {shape}: {report[name][shape]}", file=sys.stderr, flush=True)
+        searcher.close()
+        generator.close()
+    print(json.dumps(report, indent=1))
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
