@@ -166,6 +166,20 @@ def test_a_huge_range_counts_only_its_ends() -> None:
     assert report.removed == [100000]
 
 
+@pytest.mark.parametrize(
+    "answer",
+    [
+        "The number for the State Environmental Emergency line is [555-0195].",  # as the model wrote it
+        "The listener is on port [8080].",
+        "Use profile [07].",
+    ],
+)
+def test_a_bracketed_value_is_kept_as_written_not_removed_as_a_citation(answer: str) -> None:
+    report = parse_citations(answer, n_sources=6)
+    assert report.text == answer
+    assert report.removed == [] and report.cited == []
+
+
 def test_no_sources_means_every_marker_is_removed() -> None:
     report = parse_citations("Close it [1].", n_sources=0)
     assert report.text == "Close it."

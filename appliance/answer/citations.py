@@ -41,6 +41,10 @@ _SEP = r"\s*(?:[,;&]\s*(?:and\s+)?|and\s+)"
 _MARKER = re.compile(rf"[\[【]\s*{_ITEM}(?:{_SEP}{_ITEM})*\s*[\]】]", re.IGNORECASE)
 _MARKER_NUMBERS = re.compile(rf"({_NUM})(?:\s*[-–—]\s*({_NUM}))?")
 MAX_RANGE = 100  # "[1-100000]" is not a citation of 100000 sources: only its ends count
+# No prompt holds more sources than this (answer.max_sources is at most 50): a bracket naming only larger
+# numbers, or one written with a leading zero, is a value the model bracketed ("the state line is
+# [555-0195]"), kept as written rather than removed as a citation of sources that were never given.
+MAX_CITABLE = 50
 # Removing a marker before these leaves no space in front of them.
 _CLOSING_PUNCTUATION = ".,;:!?)…"
 
@@ -112,11 +116,18 @@ def _drop_marker(out: str, answer: str, after: int) -> tuple[str, int]:
     return out, after  # "closed [7][1]." -> "closed [1]."
 
 
+def _is_bracketed_value(marker: str) -> bool:
+    written = re.findall(_NUM, marker)
+    return all(int(n) > MAX_CITABLE for n in written) or any(len(n) > 1 and n.startswith("0") for n in written)
+
+
 def _rewrite(answer: str, n_sources: int) -> tuple[str, list[CitationMarker], set[int]]:
     out, pos = "", 0
     markers: list[CitationMarker] = []
     removed: set[int] = set()
     for match in _find_markers(answer):
+        if _is_bracketed_value(match.group()):
+            continue
         out += answer[pos : match.start()]
         numbers = marker_numbers(match.group())
         valid = sorted(n for n in numbers if 1 <= n <= n_sources)

@@ -211,6 +211,13 @@
     return numbers.filter((n, i) => numbers.indexOf(n) === i);
   }
 
+  // As citations.py: a bracket naming only numbers above 50 (no prompt holds more sources), or one written
+  // with a leading zero, is a value the model bracketed ("[555-0195]"), shown as written.
+  function isBracketedValue(marker) {
+    const written = marker.match(/\d{1,6}/g) || [];
+    return written.every((n) => parseInt(n, 10) > 50) || written.some((n) => n.length > 1 && n[0] === "0");
+  }
+
   function citeButton(n) {
     const li = sources.get(n);
     if (!li) {
@@ -257,6 +264,7 @@
       if (m.index > pos) appendText(target, text.slice(pos, m.index));
       if (m[1]) target.appendChild(el("code", null, m[1].slice(1, -1)));
       else if (m[2]) target.appendChild(el("strong", null, m[2].slice(2, -2)));
+      else if (isBracketedValue(m[3])) appendText(target, m[3]);
       else renderMarker(target, m[3]);
       pos = m.index + m[0].length;
     }
