@@ -19,10 +19,10 @@ from typing import Any
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.prompt import build_prompt
-from appliance.config import load_settings
+from appliance.config import Settings, load_settings
 from appliance.evaluate.runner import load_qa
 from appliance.ingest.pipeline import ingest
-from appliance.models.generation import load_generator
+from appliance.models.generation import Generator, load_generator
 from appliance.retrieve.search import Searcher
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
@@ -37,6 +37,20 @@ def holds_all(text: str, phrases: tuple[str, ...]) -> bool:
     return all(" ".join(p.lower().split()) in text for p in phrases)
 
 
+def indexed_corpus(corpus: str, home: Path, models_dir: Path) -> tuple[Settings, Generator, int]:
+    """The corpus ("runbooks" or "demo") indexed under `home`, the generator (for its tokenizer) and the
+    prompt budget the answerer uses, as for the CLI but without a config file."""
+    environ = {**os.environ, "APPLIANCE_HOME": str(home / corpus), "APPLIANCE_MODELS_DIR": str(models_dir)}
+    environ.pop("APPLIANCE_CONFIG", None)
+    settings = load_settings(environ)
+    ingest(
+        settings,
+        sorted(p for p in RUNBOOKS.iterdir() if p.is_dir()) if corpus == "runbooks" else [REPO / "docs_corpus"],
+    )
+    generator = load_generator(settings)
+    return settings, generator, min(settings.answer.max_prompt_tokens, generator.n_ctx - settings.generator.max_tokens)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-answers")
@@ -46,19 +60,7 @@ def main() -> int:
     args = parser.parse_args()
     report: dict[str, Any] = {}
     for corpus in ("runbooks", "demo"):
-        environ = {
-            **os.environ,
-            "APPLIANCE_HOME": str(args.home / corpus),
-            "APPLIANCE_MODELS_DIR": str(args.models_dir),
-        }
-        environ.pop("APPLIANCE_CONFIG", None)
-        base = load_settings(environ)
-        ingest(
-            base,
-            sorted(p for p in RUNBOOKS.iterdir() if p.is_dir()) if corpus == "runbooks" else [REPO / "docs_corpus"],
-        )
-        generator = load_generator(base)
-        budget = min(base.answer.max_prompt_tokens, generator.n_ctx - base.generator.max_tokens)
+        base, generator, budget = indexed_corpus(corpus, args.home, args.models_dir)
         for fusion in args.fusions.split(","):
             settings = base.model_copy(update={"search": base.search.model_copy(update={"fusion": fusion})})
             searcher = Searcher(settings)

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import statistics
 import sys
 from collections.abc import Sequence
@@ -23,19 +22,15 @@ from typing import Any
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.prompt import build_prompt
-from appliance.config import load_settings
 from appliance.evaluate.runner import load_qa
 from appliance.index.records import ChunkRow
-from appliance.ingest.pipeline import ingest
-from appliance.models.generation import load_generator
 from appliance.retrieve.search import Searcher
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_perturbations import SETS
-from bench_prompt_fusion import holds_all
+from bench_prompt_fusion import holds_all, indexed_corpus
 
 REPO = Path(__file__).resolve().parent.parent
-RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
 # name: (candidates k, followers w, documents taken first d); the first is today's default.
 SHAPES = {
     "k6 w2 (default)": (6, 2, 0),
@@ -68,19 +63,7 @@ def main() -> int:
     args = parser.parse_args()
     report: dict[str, Any] = {}
     for corpus in ("runbooks", "demo"):
-        environ = {
-            **os.environ,
-            "APPLIANCE_HOME": str(args.home / corpus),
-            "APPLIANCE_MODELS_DIR": str(args.models_dir),
-        }
-        environ.pop("APPLIANCE_CONFIG", None)
-        settings = load_settings(environ)
-        ingest(
-            settings,
-            sorted(p for p in RUNBOOKS.iterdir() if p.is_dir()) if corpus == "runbooks" else [REPO / "docs_corpus"],
-        )
-        generator = load_generator(settings)
-        budget = min(settings.answer.max_prompt_tokens, generator.n_ctx - settings.generator.max_tokens)
+        settings, generator, budget = indexed_corpus(corpus, args.home, args.models_dir)
         searcher = Searcher(settings)
         for name, (set_corpus, path) in SETS.items():
             if set_corpus != corpus:

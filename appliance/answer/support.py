@@ -158,6 +158,9 @@ def _prepare(number: int, raw: str) -> _Source:
 # --- checking ----------------------------------------------------------------------------------------
 
 
+_CONTRADICTS = "contradicts"  # how a reason starts when the sentence negates or reverses its source
+
+
 @dataclass(frozen=True)
 class SentenceSupport:
     sentence: str
@@ -182,6 +185,11 @@ class SentenceSupport:
             "missing": list(self.missing),
             "reworded": self.reworded,
         }
+
+    @property
+    def contradicts_source(self) -> bool:
+        """It asserts what its source negates, or swaps a word for its opposite (`_contradiction`)."""
+        return self.checked and not self.supported and self.reason.startswith(_CONTRADICTS)
 
     @property
     def contradicted(self) -> bool:
@@ -500,7 +508,7 @@ class SupportJudge:
         contradiction = _contradiction(sentence.text, terms, cited)
         if contradiction is not None:
             what = "a negation" if contradiction == "negation" else f"a word: its {contradiction}"
-            reason = f"contradicts {what} in {_sources_label(numbers)}"
+            reason = f"{_CONTRADICTS} {what} in {_sources_label(numbers)}"
             return SentenceSupport(sentence.text, label, True, False, reason, coverage), False
         if coverage >= self.lexical_threshold:
             reason = f"{coverage:.0%} of its words are in {_sources_label(numbers)}"

@@ -96,7 +96,7 @@ def judge_answer(
     reason = refusal_reason(question, parsed, attribution.sentences, support, labelled, source_texts)
     quotes: list[Quote] = []
     invented = invented_specifics(judge, attribution.sentences, attribution.details)
-    contradicting = [d.sentence for d in attribution.details if d.checked and d.reason.startswith("contradicts")]
+    contradicting = [d.sentence for d in attribution.details if d.contradicts_source]
     if reason is None:
         passages = {source.n: source.text for source in sources}
         quotes = select_quotes(attribution.text, attribution.sentences, attribution.details, passages)

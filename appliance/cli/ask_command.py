@@ -67,23 +67,20 @@ def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -
         click.echo(click.style("Every statement is supported by the sentences it cites.", fg="green"))
     elif not result.verified:
         click.echo(click.style("Check before acting: this answer could not be checked against the sources.", fg="red"))
-    elif result.invented or result.contradicting:
-        # Named first: what no given source holds is what the operator must not act on unchecked.
+    else:
+        # Named first: what no given source holds, or what a source says the opposite of, is what the operator
+        # must not act on unchecked.
         if result.invented:
             click.echo(click.style(f"Check before acting: in no source: {', '.join(result.invented)}", fg="red"))
         for sentence in result.contradicting:
             click.echo(click.style(f"Check before acting: the source says the opposite of: {sentence}", fg="red"))
-        click.echo(click.style("Statements not supported by their citations:", fg="red"))
-        for sentence in result.unsupported:
-            click.echo(f"  - {sentence}")
-    else:
-        click.echo(
-            click.style(
-                "Check before acting: some statements are not supported by their citations "
-                "(every command, value and name in them is in the sources):",
-                fg="red",
-            )
+        heading = (
+            "Statements not supported by their citations:"
+            if result.invented or result.contradicting
+            else "Check before acting: some statements are not supported by their citations "
+            "(every command, value and name in them is in the sources):"
         )
+        click.echo(click.style(heading, fg="red"))
         for sentence in result.unsupported:
             click.echo(f"  - {sentence}")
     if result.truncated:
