@@ -107,9 +107,10 @@ class SearchSettings(Section):
     mode: Literal["lexical", "dense", "hybrid"] = Field("hybrid", description="Default retrieval mode.")
     candidates: int = Field(100, ge=1, le=5000, description="Top-N chunks taken from each retriever before fusion.")
     fusion: Literal["rrf", "weighted", "zscore"] = Field(
-        "weighted",
+        "zscore",
         description="How hybrid mode fuses the two lists: reciprocal rank, min-max weighted scores, or weighted "
-        "z-scores of each list (docs/generalization.md).",
+        "z-scores of each list (the default: at least the better single retriever on every collection nobody "
+        "tuned on, docs/generalization.md).",
     )
     rrf_k: float = Field(60.0, gt=0.0, le=10000.0, description="Reciprocal rank fusion constant k.")
     dense_weight: float = Field(

@@ -156,6 +156,17 @@ def test_a_better_chunk_seen_later_becomes_the_best_and_the_old_best_joins_the_r
     assert score == pytest.approx(0.8 + 0.2 + 0.1)
 
 
+def test_a_chunk_scoring_below_zero_adds_nothing_to_its_document() -> None:
+    # Z-score fusion scores a chunk below its list's mean negative: a weak extra chunk must not pull its
+    # document below one that matched only once.
+    scored = [(("A", "a1"), 1.2), (("B", "b1"), 1.1), (("A", "a2"), -0.9), (("A", "a3"), 0.4)]
+    documents = aggregate_documents(scored, _doc, other_chunks_weight=0.5)
+    assert [doc for doc, _, _ in documents] == ["A", "B"]
+    assert documents[0][1] == pytest.approx(1.2 + 0.5 * 0.4)
+    [(_, score, best)] = aggregate_documents([(("A", "a1"), -0.5), (("A", "a2"), 0.3)], _doc, other_chunks_weight=1.0)
+    assert (score, best) == (pytest.approx(0.3), ("A", "a2")), "a negative former best adds nothing either"
+
+
 def test_documents_with_equal_scores_keep_their_first_appearance() -> None:
     scored = [(("C", "c1"), 0.5), (("A", "a1"), 0.5), (("B", "b1"), 0.5), (("A", "a2"), 0.5)]
     documents = aggregate_documents(scored, _doc)

@@ -1,6 +1,7 @@
 """Document scores from chunk scores: a document is as good as its best chunk, plus a little for
 every other chunk that also matched (a long document that matches in several places is more
-likely about the question than one lucky paragraph)."""
+likely about the question than one lucky paragraph). A chunk scoring below zero adds nothing: under
+z-score fusion that is a chunk below its list's mean, not a match worth counting."""
 
 from __future__ import annotations
 
@@ -17,7 +18,7 @@ def aggregate_documents(
     *,
     other_chunks_weight: float = 0.0,
 ) -> list[tuple[DocKey, float, Item]]:
-    """(document, score, best item) best first; score = best + w · sum of the other items' scores."""
+    """(document, score, best item) best first; score = best + w · sum of the other items' positive scores."""
     best: dict[DocKey, tuple[float, Item]] = {}
     rest: dict[DocKey, float] = {}
     order: dict[DocKey, int] = {}
@@ -28,9 +29,9 @@ def aggregate_documents(
             best[doc] = (score, item)
             rest[doc] = 0.0
         elif score > best[doc][0]:
-            rest[doc] += best[doc][0]
+            rest[doc] += max(best[doc][0], 0.0)
             best[doc] = (score, item)
         else:
-            rest[doc] += score
+            rest[doc] += max(score, 0.0)
     documents = [(doc, best[doc][0] + other_chunks_weight * rest[doc], best[doc][1]) for doc in best]
     return sorted(documents, key=lambda entry: (-entry[1], order[entry[0]]))
