@@ -15,7 +15,7 @@ key phrase in the prompt, answers shown grounded, correct answers shown grounded
 names a tag, number or command in no source (or a contradiction), and the median words of answer and
 quotes; the key phrases come from the golden sets of scripts/qa/.
 
-Usage: python scripts/replay_answers.py --out FILE [--home DIR] [--models-dir DIR] [--results FILE]
+Usage: python scripts/replay_answers.py --out FILE [--home DIR] [--models-dir DIR] [--results FILE] [--fusion weighted]
        [--runs runbooks_heldout_all75_final,demo_corpus_all34_final,runbooks_heldout_first40_prompt_v3_prefix_cache]
 """
 
@@ -176,11 +176,15 @@ def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 @contextmanager
-def answerer_for(name: str, home: Path, models_dir: Path) -> Iterator[tuple[Answerer, ReplayGenerator]]:
+def answerer_for(
+    name: str, home: Path, models_dir: Path, fusion: str | None = None
+) -> Iterator[tuple[Answerer, ReplayGenerator]]:
     runbooks = REPO.parent / "shared" / "data" / "runbooks"
     roots = sorted(p for p in runbooks.iterdir() if p.is_dir()) if name == "runbooks" else [REPO / "docs_corpus"]
     environ = {k: v for k, v in os.environ.items() if not k.startswith("APPLIANCE_")}
     environ.update({"APPLIANCE_HOME": str(home / name), "APPLIANCE_MODELS_DIR": str(models_dir)})
+    if fusion:
+        environ["APPLIANCE_SEARCH_FUSION"] = fusion
     settings = load_settings(environ)
     ingest(settings, roots)
     generator = ReplayGenerator(load_generator(settings))
@@ -198,13 +202,19 @@ def main() -> int:
     parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "replay")
     parser.add_argument("--models-dir", type=Path, default=REPO / "models")
     parser.add_argument("--out", type=Path, required=True)
+    parser.add_argument(
+        "--fusion",
+        choices=["rrf", "weighted", "zscore"],
+        help="search.fusion of the run that wrote the answers (generations before stop 28: weighted); "
+        "default: today's setting",
+    )
     args = parser.parse_args()
     stored = json.loads(args.results.read_text())
     items = golden()
     out: dict[str, Any] = {}
     for run in args.runs.split(","):
         name = "demo" if run.startswith("demo") else "runbooks"
-        with answerer_for(name, args.home, args.models_dir) as (answerer, generator):
+        with answerer_for(name, args.home, args.models_dir, args.fusion) as (answerer, generator):
             rows = []
             for row in stored[run]["rows"]:
                 generator.text, generator.completion_tokens = row.get("generated"), row.get("completion_tokens")
