@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any
 
 import appliance  # noqa: F401  (offline environment first)
-from appliance.config import load_settings
+from appliance.config import Settings, load_settings
 from appliance.evaluate.flips import (
     FlipRow,
     Question,
@@ -38,6 +38,7 @@ from appliance.evaluate.flips import (
 )
 from appliance.evaluate.runner import load_qa
 from appliance.ingest.pipeline import ingest
+from appliance.ingest.writer import IngestReport
 from appliance.retrieve.search import Searcher, SearchResult
 
 REPO = Path(__file__).resolve().parent.parent
@@ -64,12 +65,18 @@ def cause(reason: str) -> str:
     return reason
 
 
-def searcher_for(corpus: str, home: Path, models_dir: Path) -> Searcher:
+def indexed_settings(corpus: str, home: Path, models_dir: Path) -> tuple[Settings, IngestReport]:
+    """Settings for `corpus` ("runbooks" or "demo") indexed under home/corpus, as for the CLI but without a config
+    file; also the other benchmarks' set-up (bench_prompt_fusion.py, support_labels.py)."""
     environ = {**os.environ, "APPLIANCE_HOME": str(home / corpus), "APPLIANCE_MODELS_DIR": str(models_dir)}
     environ.pop("APPLIANCE_CONFIG", None)
     settings = load_settings(environ)
     roots = sorted(p for p in RUNBOOKS.iterdir() if p.is_dir()) if corpus == "runbooks" else [REPO / "docs_corpus"]
-    report = ingest(settings, roots)
+    return settings, ingest(settings, roots)
+
+
+def searcher_for(corpus: str, home: Path, models_dir: Path) -> Searcher:
+    settings, report = indexed_settings(corpus, home, models_dir)
     print(f"{corpus} index: {report.chunks_total} chunks ({report.chunks_embedded} embedded now)", file=sys.stderr)
     return Searcher(settings)
 

@@ -12,24 +12,21 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from pathlib import Path
 from typing import Any
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.prompt import build_prompt
-from appliance.config import Settings, load_settings
+from appliance.config import Settings
 from appliance.evaluate.runner import load_qa
-from appliance.ingest.pipeline import ingest
 from appliance.models.generation import Generator, load_generator
 from appliance.retrieve.search import Searcher
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from bench_perturbations import SETS
+from bench_perturbations import SETS, indexed_settings
 
 REPO = Path(__file__).resolve().parent.parent
-RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
 
 
 def holds_all(text: str, phrases: tuple[str, ...]) -> bool:
@@ -40,13 +37,7 @@ def holds_all(text: str, phrases: tuple[str, ...]) -> bool:
 def indexed_corpus(corpus: str, home: Path, models_dir: Path) -> tuple[Settings, Generator, int]:
     """The corpus ("runbooks" or "demo") indexed under `home`, the generator (for its tokenizer) and the
     prompt budget the answerer uses, as for the CLI but without a config file."""
-    environ = {**os.environ, "APPLIANCE_HOME": str(home / corpus), "APPLIANCE_MODELS_DIR": str(models_dir)}
-    environ.pop("APPLIANCE_CONFIG", None)
-    settings = load_settings(environ)
-    ingest(
-        settings,
-        sorted(p for p in RUNBOOKS.iterdir() if p.is_dir()) if corpus == "runbooks" else [REPO / "docs_corpus"],
-    )
+    settings, _ = indexed_settings(corpus, home, models_dir)
     generator = load_generator(settings)
     return settings, generator, min(settings.answer.max_prompt_tokens, generator.n_ctx - settings.generator.max_tokens)
 

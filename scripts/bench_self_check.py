@@ -39,6 +39,7 @@ from appliance.answer import quotes
 from appliance.answer.citations import parse_citations
 from appliance.answer.evidence_sentences import best_sentences
 from appliance.models.generation import ChatMessage
+from appliance.models.generation.local import hold_prefix
 
 PROBES = {
     "after": "Do the numbered sources state the answer to my question, for exactly what I asked about? "
@@ -87,11 +88,8 @@ class YesNo:
                 break
             keep += 1
         keep = min(keep, len(tokens) - 1)
-        if not self.llm._ctx.kv_cache_seq_rm(-1, keep, -1):
-            self.llm.reset()
-            keep = 0
-        self.llm.n_tokens = keep
         start = time.perf_counter()
+        hold_prefix(self.llm, tokens[:keep])
         self.llm.eval(tokens[keep:])
         # Without logits_all llama-cpp-python keeps no scores: read the last token's logits from the context.
         logits = np.ctypeslib.as_array(self.llm._ctx.get_logits(), shape=(self.llm.n_vocab(),)).astype(np.float64)
@@ -270,8 +268,11 @@ def main() -> int:
     out: dict[str, Any] = {}
     for run in args.runs.split(","):
         name = "demo" if run.startswith("demo") else "runbooks"
-        replay.ReplayGenerator = CapturingGenerator  # type: ignore[misc]
-        with replay.answerer_for(name, args.home, args.models_dir, args.fusion) as (answerer, generator):
+        with replay.answerer_for(name, args.home, args.models_dir, args.fusion, CapturingGenerator) as (
+            answerer,
+            generator,
+        ):
+            assert isinstance(generator, CapturingGenerator)
             ask = YesNo(generator.real)
             rows = []
             for row in stored[run]["rows"]:

@@ -177,7 +177,11 @@ def table(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 @contextmanager
 def answerer_for(
-    name: str, home: Path, models_dir: Path, fusion: str | None = None
+    name: str,
+    home: Path,
+    models_dir: Path,
+    fusion: str | None = None,
+    generator_type: type[ReplayGenerator] | None = None,
 ) -> Iterator[tuple[Answerer, ReplayGenerator]]:
     runbooks = REPO.parent / "shared" / "data" / "runbooks"
     roots = sorted(p for p in runbooks.iterdir() if p.is_dir()) if name == "runbooks" else [REPO / "docs_corpus"]
@@ -187,7 +191,7 @@ def answerer_for(
         environ["APPLIANCE_SEARCH_FUSION"] = fusion
     settings = load_settings(environ)
     ingest(settings, roots)
-    generator = ReplayGenerator(load_generator(settings))
+    generator = (generator_type or ReplayGenerator)(load_generator(settings))
     answerer = Answerer(settings, generator=generator)  # type: ignore[arg-type]
     try:
         yield answerer, generator

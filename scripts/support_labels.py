@@ -24,7 +24,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
-import os
 import sys
 from collections import Counter
 from pathlib import Path
@@ -34,13 +33,14 @@ import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.prompt import Prompt, build_prompt
 from appliance.answer.support import REWORD_FLOOR
 from appliance.answer.verdict import Verdict, judge_answer
-from appliance.config import Settings, load_settings
-from appliance.ingest.pipeline import ingest
+from appliance.config import Settings
 from appliance.models.generation import Generator, load_generator
 from appliance.retrieve.search import Searcher
 
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from bench_perturbations import indexed_settings
+
 REPO = Path(__file__).resolve().parent.parent
-RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
 LABELS = REPO / "scripts" / "qa" / "support_labels.jsonl"
 # Where each labelled set's generations are stored, and the corpus they answer from.
 RESULTS = {
@@ -97,13 +97,7 @@ def sources_sha(prompt: Prompt) -> str:
 
 
 def checker_for(corpus: str, home: Path, models_dir: Path) -> Checker:
-    environ = {**os.environ, "APPLIANCE_HOME": str(home / corpus), "APPLIANCE_MODELS_DIR": str(models_dir)}
-    environ.pop("APPLIANCE_CONFIG", None)
-    settings = load_settings(environ)
-    ingest(
-        settings,
-        sorted(p for p in RUNBOOKS.iterdir() if p.is_dir()) if corpus == "runbooks" else [REPO / "docs_corpus"],
-    )
+    settings, _ = indexed_settings(corpus, home, models_dir)
     return Checker(settings)
 
 
