@@ -17,6 +17,8 @@ sha256 of its answer's sources; `measure` refuses a label whose sources have cha
 Usage:
   python scripts/support_labels.py worksheet --set NAME [--results FILE:KEY] [--out /tmp/ws.md]
   python scripts/support_labels.py measure [--labels scripts/qa/support_labels.jsonl] [--json OUT] [--strict]
+  (--fusion weighted by default: the labelled answers were written under it; with z-scores 27 of the 101
+  held-out sentences' sources change and `measure` refuses them as stale)
 """
 
 from __future__ import annotations
@@ -96,9 +98,10 @@ def sources_sha(prompt: Prompt) -> str:
     return hashlib.sha256("\n\0".join(s.block() for s in prompt.sources).encode()).hexdigest()
 
 
-def checker_for(corpus: str, home: Path, models_dir: Path) -> Checker:
+def checker_for(corpus: str, home: Path, models_dir: Path, fusion: str) -> Checker:
     settings, _ = indexed_settings(corpus, home, models_dir)
-    return Checker(settings)
+    # The labels hold the sha256 of the sources their answers were written from: rebuild them with that fusion.
+    return Checker(settings.model_copy(update={"search": settings.search.model_copy(update={"fusion": fusion})}))
 
 
 def stored_rows(path: Path, key: str) -> dict[str, dict[str, Any]]:
@@ -111,7 +114,7 @@ def worksheet(args: argparse.Namespace) -> int:
     if args.results:
         file, _, key = args.results.partition(":")
         path = Path(file)
-    checker = checker_for(corpus, args.home, args.models_dir)
+    checker = checker_for(corpus, args.home, args.models_dir, args.fusion)
     lines: list[str] = []
     try:
         for qid, row in stored_rows(path, key).items():
@@ -170,7 +173,7 @@ def measure(args: argparse.Namespace) -> int:
             path, key, corpus = RESULTS[set_name]
             row = stored_rows(path, key)[qid]
             if corpus not in checkers:
-                checkers[corpus] = checker_for(corpus, args.home, args.models_dir)
+                checkers[corpus] = checker_for(corpus, args.home, args.models_dir, args.fusion)
             prompt, answer = checkers[corpus].verdicts(row["question"], row["generated"], strict=args.strict)
             details = answer.support.details
             if sources_sha(prompt) != answer_labels[0]["sources_sha256"]:
@@ -238,6 +241,12 @@ def main() -> int:
     parser.add_argument("--ids", default="", help="Only these question ids (comma-separated).")
     parser.add_argument("--out", default="/tmp/support_worksheet.md")
     parser.add_argument("--json", type=Path, default=None)
+    parser.add_argument(
+        "--fusion",
+        choices=["rrf", "weighted", "zscore"],
+        default="weighted",
+        help="search.fusion of the labelled answers' runs (all written before z-scores became the default)",
+    )
     parser.add_argument(
         "--strict", action="store_true", help="measure: the product's check without rewordings (support.REWORD_FLOOR)"
     )
