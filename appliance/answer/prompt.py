@@ -109,6 +109,36 @@ def _fits_alone(chunk: ChunkRow, room: int, count_tokens: Callable[[str], int]) 
 Following = Callable[[ChunkRow, int], Sequence[ChunkRow]]
 
 
+class Placement:
+    """Chunks placed in a prompt one at a time while the whole prompt fits `budget_tokens`: each entry is
+    (rank, chunk), rank -1 for a neighbour; adjacent chunks of one document form one source."""
+
+    def __init__(
+        self, question: str, count_tokens: Callable[[str], int], budget_tokens: int, template_overhead: int = 32
+    ) -> None:
+        self.fixed = count_tokens(SYSTEM_PROMPT) + count_tokens(user_message(question, [])) + template_overhead
+        self.budget_tokens = budget_tokens
+        self.chosen: list[tuple[int, ChunkRow]] = []
+        self.included: set[str] = set()
+        # Each trial re-renders every source, but only the window that grew has new text: count each block once.
+        self._block_tokens = cache(count_tokens)
+
+    def cost(self, entries: list[tuple[int, ChunkRow]]) -> int:
+        sources = [source_of(n, w) for n, w in enumerate(windows_of(entries), start=1)]
+        return self.fixed + sum(self._block_tokens(source.block()) + 2 for source in sources)  # +2: the blank line
+
+    def take(self, entry: tuple[int, ChunkRow]) -> bool:
+        """Place the entry if the prompt still fits with it."""
+        if self.cost([*self.chosen, entry]) > self.budget_tokens:
+            return False
+        self.chosen.append(entry)
+        self.included.add(entry[1].chunk_id)
+        return True
+
+    def sources(self) -> list[Source]:
+        return [source_of(n, w) for n, w in enumerate(windows_of(self.chosen), start=1)]
+
+
 def build_prompt(
     question: str,
     chunks: Sequence[ChunkRow],
@@ -128,24 +158,9 @@ def build_prompt(
     source. `count_tokens` is the generator's own tokenizer; `template_overhead` covers the chat
     template's role markers around the two messages.
     """
-    fixed = count_tokens(SYSTEM_PROMPT) + count_tokens(user_message(question, [])) + template_overhead
+    placement = Placement(question, count_tokens, budget_tokens, template_overhead)
     candidates = list(chunks[:max_sources])
-    chosen: list[tuple[int, ChunkRow]] = []  # (rank, chunk); rank -1 for a neighbour
-    included: set[str] = set()
-
-    # Each trial re-renders every source, but only the window that grew has new text: count each block once.
-    block_tokens = cache(count_tokens)
-
-    def cost(entries: list[tuple[int, ChunkRow]]) -> int:
-        sources = [source_of(n, w) for n, w in enumerate(windows_of(entries), start=1)]
-        return fixed + sum(block_tokens(source.block()) + 2 for source in sources)  # +2: the blank line
-
-    def take(entry: tuple[int, ChunkRow]) -> bool:
-        if cost([*chosen, entry]) > budget_tokens:
-            return False
-        chosen.append(entry)
-        included.add(entry[1].chunk_id)
-        return True
+    chosen, included, take = placement.chosen, placement.included, placement.take
 
     # Plain rank order. Taking the best document's retrieved chunks first, and letting a retrieved chunk
     # already given as a neighbour bring its own followers, put every key phrase in 85% of tune prompts
@@ -169,16 +184,15 @@ def build_prompt(
                 break
 
     if chosen:
-        sources = [source_of(n, w) for n, w in enumerate(windows_of(chosen), start=1)]
-        used = cost(chosen)
+        sources, used = placement.sources(), placement.cost(chosen)
     elif candidates:
         # Even the best passage alone is too long: keep its leading whole sentences.
         best = candidates[0]
-        text = leading_sentences(best.text, _fits_alone(best, budget_tokens - fixed, count_tokens))
+        text = leading_sentences(best.text, _fits_alone(best, budget_tokens - placement.fixed, count_tokens))
         sources = [Source(1, Window((best,), (best,)), text, ((0, len(text)),))] if text else []
-        used = fixed + sum(count_tokens(source.block()) + 2 for source in sources)
+        used = placement.fixed + sum(count_tokens(source.block()) + 2 for source in sources)
     else:
-        sources, used = [], fixed
+        sources, used = [], placement.fixed
     given = {chunk.chunk_id for source in sources for chunk in source.chunks}
     return Prompt(
         system=SYSTEM_PROMPT,

@@ -10,10 +10,13 @@ so that its exact setting name is gone. The operator acts on the exact line. So,
   number, a frequency or a command that the answer does not carry anywhere (`why` "key fact");
   a step's command that the source gives in the code block right after that line comes with it.
 
-A third design, the line of a given source that best matches a value question among those stating
-a value, was tried on the stored held-out and demo generations during development and left out: it
-added no answer holding every key phrase and 7-10 words to the median answer (not recorded under
-scripts/results/; the two designs kept are measured in docs/generalization.md).
+Designs tried and left out (scripts/bench_quote_designs.py on the stored generations; figures in
+docs/generalization.md): the line of the first cited source that best matches the question (8 of 144
+answers gained every key phrase, the sampled median went past 150 words, and most unanswerable questions
+answered got a line that reads as an answer), the same only when it holds a value the answer lacks, and
+every cited line with such a value that some answer sentence rests on (3 answers of 144 at most). The
+phrases answers miss sit in lines that share little with the question or the answer: the model left the
+step out.
 
 A quote is a whole sentence, list item or code line of the source, copied verbatim (whitespace
 collapsed), at most MAX_QUOTES per answer and MAX_QUOTE_WORDS words each (a longer line is not cut:
