@@ -35,7 +35,7 @@ from typing import Any
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.evidence_sentences import best_sentences, lexical_scores
 from appliance.answer.passages import Window
-from appliance.answer.quotes import MAX_QUOTE_WORDS, MIN_MATCH, _absent, _segments, _specifics
+from appliance.answer.quotes import MAX_QUOTE_WORDS, MIN_MATCH, _absent, _flat, _segments, _specifics
 from appliance.evaluate.runner import QAItem, load_qa
 from appliance.index.catalog import Catalog
 from appliance.models.registry import load_embedder
@@ -44,9 +44,10 @@ from appliance.text.sentences import split_sentences
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_perturbations import SETS, indexed_settings
+from bench_prompt_fusion import holds_all
 
 REPO = Path(__file__).resolve().parent.parent
-RUN_SETS = {"heldout": "heldout", "demo": "demo", "sampled": "sampled"}  # replay run key -> golden set
+RUNS = ("heldout", "demo", "sampled")  # the replay's run keys, named after their golden sets
 
 Design = Callable[[QAItem, str, dict[int, str], list[int], int], list[str]]
 
@@ -56,10 +57,6 @@ class Tally:
     gained: int = 0  # answerable answers that hold every key phrase only with the design's lines
     words: list[int] = field(default_factory=list)  # answer and quotes, per answerable answer
     unanswerable_given: int = 0  # unanswerable questions answered that get a line too
-
-
-def flat(text: str) -> str:
-    return " ".join(text.lower().split())
 
 
 def answer_body(answer: str) -> str:
@@ -75,7 +72,7 @@ def question_line(embed: Callable[[Sequence[str]], Any], specific_only: bool) ->
         if not found:
             return []
         start, end, _ = found[0]
-        line = " ".join(text[start:end].split())
+        line = _flat(text[start:end])
         if len(line.split()) > MAX_QUOTE_WORDS:
             return []
         if specific_only and not any(_absent(s, body) for s in _specifics(line)):
@@ -95,7 +92,7 @@ def resting_lines(cap: int) -> Design:
                 continue
             citing = [s for s in sentences if f"[{n}]" in s] or sentences
             for segment in _segments(text):
-                line = " ".join(text[segment.start : segment.end].split())
+                line = _flat(text[segment.start : segment.end])
                 if len(line.split()) > MAX_QUOTE_WORDS or not any(_absent(s, body) for s in _specifics(line)):
                     continue
                 score = max(lexical_scores(sentence, [line])[0] for sentence in citing)
@@ -136,10 +133,10 @@ def main() -> int:
             "resting_lines_3": resting_lines(3),
             "resting_lines_5": resting_lines(5),
         }
-        for run, set_name in RUN_SETS.items():
-            if SETS[set_name][0] != corpus or run not in replay:
+        for run in RUNS:
+            if SETS[run][0] != corpus or run not in replay:
                 continue
-            items = {item.id: item for item in load_qa(SETS[set_name][1])}
+            items = {item.id: item for item in load_qa(SETS[run][1])}
             base_words: list[int] = []
             tallies = {name: Tally() for name in designs}
             answerable = unanswerable = 0
@@ -148,11 +145,11 @@ def main() -> int:
                     continue
                 item = items[row["id"]]
                 body = answer_body(row["answer"])
-                shown = flat(body + " " + " ".join(quote[2] for quote in row.get("quotes", [])))
+                shown = " ".join([body, *(quote[2] for quote in row.get("quotes", []))])
                 cited = sorted({citation[0] for citation in row["citations"]})
                 sources = source_texts(searcher.catalog, row)
                 words = int(row.get("words_with_quotes", 0))
-                holds = all(flat(p) in shown for p in item.answer_keyphrases)
+                holds = holds_all(shown, item.answer_keyphrases)
                 answerable += item.answerable
                 unanswerable += not item.answerable
                 if item.answerable:
@@ -161,15 +158,14 @@ def main() -> int:
                     extra = [
                         line
                         for line in design(item, body, sources, cited, len(row.get("quotes", [])))
-                        if flat(line) not in shown
+                        if not holds_all(shown, (line,))
                     ]
                     tally = tallies[name]
                     if not item.answerable:
                         tally.unanswerable_given += bool(extra)
                         continue
                     tally.words.append(words + sum(len(line.split()) for line in extra))
-                    now = flat(" ".join([shown, *extra]))
-                    tally.gained += (not holds) and all(flat(p) in now for p in item.answer_keyphrases)
+                    tally.gained += (not holds) and holds_all(" ".join([shown, *extra]), item.answer_keyphrases)
             entry: dict[str, Any] = {
                 "answerable_answers": answerable,
                 "unanswerable_answered": unanswerable,

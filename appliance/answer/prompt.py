@@ -160,7 +160,7 @@ def build_prompt(
     """
     placement = Placement(question, count_tokens, budget_tokens, template_overhead)
     candidates = list(chunks[:max_sources])
-    chosen, included, take = placement.chosen, placement.included, placement.take
+    chosen = placement.chosen  # (rank, chunk); rank -1 for a neighbour
 
     # Plain rank order. Taking the best document's retrieved chunks first, and letting a retrieved chunk
     # already given as a neighbour bring its own followers, put every key phrase in 85% of tune prompts
@@ -171,16 +171,16 @@ def build_prompt(
     # of tune prompts against 72% for windows. The phrase an answer needs (a threshold, a file name) is
     # often in a sentence that shares no word with the question.
     for rank, chunk in enumerate(candidates):
-        if chunk.chunk_id in included:
+        if chunk.chunk_id in placement.included:
             # Already given as a neighbour: it now counts as retrieved, for ordering and citations.
             chosen[:] = [(rank if c.chunk_id == chunk.chunk_id else r, c) for r, c in chosen]
             continue
-        if not take((rank, chunk)):
+        if not placement.take((rank, chunk)):
             break
         if following is None or window_chunks <= 0:
             continue
         for neighbour in following(chunk, window_chunks):
-            if neighbour.chunk_id in included or not take((-1, neighbour)):
+            if neighbour.chunk_id in placement.included or not placement.take((-1, neighbour)):
                 break
 
     if chosen:
