@@ -207,6 +207,32 @@ def test_an_upper_case_question_of_known_words_has_no_unknown_name(
     assert weights("WHY IS THE REGISTRY GARBAGE COLLECTOR QUEUE TOO LARGE?", vocabulary, pieces) == {}
 
 
+# --- hosts and nodes: classes of machines in the runbooks, instances in the question ---------------------------
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "The backup on postgres-replica-2 failed, what do I check?",
+        "THE BACKUP ON POSTGRES-REPLICA-2 FAILED, WHAT DO I CHECK?",  # pasted from a pager that prints in capitals
+        "the backup on postgres-replica-2 failed, what do i check?",
+    ],
+)
+def test_a_host_of_known_words_and_a_number_weighs_little_in_any_case(
+    vocabulary: CorpusVocabulary, pieces: WordPieces, question: str
+) -> None:
+    found = weights(question, vocabulary, pieces)
+    assert all(weight < 0.5 for weight in found.values()), found
+
+
+def test_another_number_of_a_documented_tag_is_a_name_in_a_question_typed_in_capitals(
+    vocabulary: CorpusVocabulary, pieces: WordPieces
+) -> None:
+    # Case says nothing here, so the tag family decides: the documents write VLV-3042-B, never a worker-N.
+    assert weights("VALVE VLV-9999-B IS STUCK HALF OPEN", vocabulary, pieces)["VLV-9999-B"] == NAME
+    assert weights("valve VLV-9999-B is stuck half open", vocabulary, pieces)["VLV-9999-B"] == NAME
+
+
 # --- alert and metric names as the pager prints them -----------------------------------------------------------
 
 

@@ -43,7 +43,8 @@ MANY_KNOWN_PIECES = 0.25  # three or more: an alert name built from the corpus's
 KNOWN_NAME_EXTENDED = 0.1
 WILDCARD_PIECE = 0.1
 # A host, pod or node typed in lower case, known words and a number (ocs-worker-1): runbooks describe
-# classes of machines, never each instance, while a plant tag in capitals (VLV-9999-B) is the subject.
+# classes of machines, never each instance, while a plant tag in capitals (VLV-9999-B) is the subject. In a
+# question typed all in capitals the tag family decides (_instance_name).
 INSTANCE_NAME = 0.25
 # Letters and a one- or two-digit number whose letters the documents use with another number (sev2 where they
 # write sev1, http3 beside http2): a level or version of a known thing. A tag with separators (VLV-9999-B) is not.
@@ -123,23 +124,38 @@ def _documented_prefix(token: str, vocabulary: CorpusVocabulary) -> bool:
     return any(vocabulary.has_identifier(lowered[:cut]) for cut in range(len(lowered) - 1, shortest - 1, -1))
 
 
-def _instance_name(token: str, vocabulary: CorpusVocabulary) -> bool:
-    """ocs-worker-1, ip-10-0-4-17, web-03: lower case, separators, a number, every letter piece known."""
-    if not token.islower() or "-" not in token:
+def _instance_name(token: str, vocabulary: CorpusVocabulary, *, case_informative: bool) -> bool:
+    """ocs-worker-1, ip-10-0-4-17, web-03: lower case, separators, a number, every letter piece known.
+
+    In a question typed all in capitals OCS-WORKER-1 reads the same, unless the documents write identifiers that
+    start as it does (VLV- for VLV-3042-B): another number of a documented tag is another thing."""
+    if "-" not in token:
         return False
+    if not token.islower():
+        if case_informative or _documented_family(token, vocabulary):
+            return False
+        token = token.lower()
     letters = [piece for piece in SEARCH_WORD.findall(token) if not piece.isdigit()]
     return bool(letters) and all(piece.isalpha() and vocabulary.knows(piece) for piece in letters)
+
+
+def _documented_family(token: str, vocabulary: CorpusVocabulary) -> bool:
+    """Some identifier of the documents starts with the token's letters before its first digit (vlv- of VLV-9999-B)."""
+    head = re.split(r"\d", token.lower(), maxsplit=1)[0]
+    return any(ch.isalpha() for ch in head) and vocabulary.has_identifier_prefix(head)
 
 
 def _by_wildcard(text: str, start: int, end: int) -> bool:
     return (start > 0 and text[start - 1] == "*") or (end < len(text) and text[end] == "*")
 
 
-def _name_weight(token: str, text: str, start: int, end: int, vocabulary: CorpusVocabulary) -> tuple[float, str]:
+def _name_weight(
+    token: str, text: str, start: int, end: int, vocabulary: CorpusVocabulary, *, case_informative: bool
+) -> tuple[float, str]:
     if _by_wildcard(text, start, end):
         return WILDCARD_PIECE, "piece of a wildcard pattern"
     if any(ch.isdigit() for ch in token):
-        if _instance_name(token, vocabulary):
+        if _instance_name(token, vocabulary, case_informative=case_informative):
             return INSTANCE_NAME, "instance name of known words"
         numbered = _NUMBERED.match(token)
         if numbered and vocabulary.has_identifier_prefix(numbered.group(1).lower()):
@@ -264,7 +280,7 @@ def question_words(
             continue
         if name_shaped(token, case_informative=informative, sentence_initial=sentence_initial(text, start)):
             if not _known_words_hyphenated(token, words, vocabulary):
-                weight, why = _name_weight(token, text, start, end, vocabulary)
+                weight, why = _name_weight(token, text, start, end, vocabulary, case_informative=informative)
                 unknown[token.lower()] = UnknownTerm(token, weight, why, True)
             continue
         for term in _plain_words(words, text, start, end, vocabulary, word_pieces, english):
