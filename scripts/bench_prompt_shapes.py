@@ -101,7 +101,8 @@ def retrieved_first(
             for neighbour in windows[chunk.chunk_id]:
                 if not grow(neighbour):
                     break
-    return placement.sources(), placement.cost(placement.chosen)
+    sources = placement.sources()
+    return sources, placement.tokens(sources)
 
 
 def main() -> int:

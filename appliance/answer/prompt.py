@@ -123,20 +123,28 @@ class Placement:
         # Each trial re-renders every source, but only the window that grew has new text: count each block once.
         self._block_tokens = cache(count_tokens)
 
-    def cost(self, entries: list[tuple[int, ChunkRow]]) -> int:
-        sources = [source_of(n, w) for n, w in enumerate(windows_of(entries), start=1)]
+    def tokens(self, sources: Sequence[Source]) -> int:
+        """The whole prompt's tokens with these sources."""
         return self.fixed + sum(self._block_tokens(source.block()) + 2 for source in sources)  # +2: the blank line
 
     def take(self, entry: tuple[int, ChunkRow]) -> bool:
         """Place the entry if the prompt still fits with it."""
-        if self.cost([*self.chosen, entry]) > self.budget_tokens:
+        if self.tokens(_sources_of([*self.chosen, entry])) > self.budget_tokens:
             return False
         self.chosen.append(entry)
         self.included.add(entry[1].chunk_id)
         return True
 
+    def count_as_retrieved(self, rank: int, chunk_id: str) -> None:
+        """A chunk already placed as a neighbour takes the rank it was retrieved at, for ordering and citations."""
+        self.chosen[:] = [(rank if chunk.chunk_id == chunk_id else r, chunk) for r, chunk in self.chosen]
+
     def sources(self) -> list[Source]:
-        return [source_of(n, w) for n, w in enumerate(windows_of(self.chosen), start=1)]
+        return _sources_of(self.chosen)
+
+
+def _sources_of(entries: list[tuple[int, ChunkRow]]) -> list[Source]:
+    return [source_of(n, window) for n, window in enumerate(windows_of(entries), start=1)]
 
 
 def build_prompt(
@@ -160,7 +168,6 @@ def build_prompt(
     """
     placement = Placement(question, count_tokens, budget_tokens, template_overhead)
     candidates = list(chunks[:max_sources])
-    chosen = placement.chosen  # (rank, chunk); rank -1 for a neighbour
 
     # Plain rank order. Taking the best document's retrieved chunks first, and letting a retrieved chunk
     # already given as a neighbour bring its own followers, put every key phrase in 85% of tune prompts
@@ -172,8 +179,7 @@ def build_prompt(
     # often in a sentence that shares no word with the question.
     for rank, chunk in enumerate(candidates):
         if chunk.chunk_id in placement.included:
-            # Already given as a neighbour: it now counts as retrieved, for ordering and citations.
-            chosen[:] = [(rank if c.chunk_id == chunk.chunk_id else r, c) for r, c in chosen]
+            placement.count_as_retrieved(rank, chunk.chunk_id)
             continue
         if not placement.take((rank, chunk)):
             break
@@ -183,21 +189,19 @@ def build_prompt(
             if neighbour.chunk_id in placement.included or not placement.take((-1, neighbour)):
                 break
 
-    if chosen:
-        sources, used = placement.sources(), placement.cost(chosen)
+    sources: list[Source] = []
+    if placement.chosen:
+        sources = placement.sources()
     elif candidates:
         # Even the best passage alone is too long: keep its leading whole sentences.
         best = candidates[0]
         text = leading_sentences(best.text, _fits_alone(best, budget_tokens - placement.fixed, count_tokens))
         sources = [Source(1, Window((best,), (best,)), text, ((0, len(text)),))] if text else []
-        used = placement.fixed + sum(count_tokens(source.block()) + 2 for source in sources)
-    else:
-        sources, used = [], placement.fixed
     given = {chunk.chunk_id for source in sources for chunk in source.chunks}
     return Prompt(
         system=SYSTEM_PROMPT,
         user=user_message(question, sources),
         sources=sources,
         dropped=sum(1 for chunk in candidates if chunk.chunk_id not in given),
-        prompt_tokens=used,
+        prompt_tokens=placement.tokens(sources),
     )
