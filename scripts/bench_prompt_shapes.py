@@ -78,9 +78,7 @@ def retrieved_first(
     (each chunk's whole window in rank order, or round robin: every chunk's first neighbour, then the second)."""
     placement = Placement(question, count_tokens, budget_tokens)
     placed: list[ChunkRow] = []
-    for rank, chunk in enumerate(candidates):
-        if chunk.chunk_id in placement.included:
-            continue
+    for rank, chunk in enumerate(candidates):  # search hits are distinct chunks
         if not placement.take((rank, chunk)):
             break
         placed.append(chunk)
@@ -115,6 +113,7 @@ def main() -> int:
     for corpus in ("runbooks", "demo"):
         settings, generator, budget = indexed_corpus(corpus, args.home, args.models_dir)
         searcher = Searcher(settings)
+        following = searcher.index.catalog.following_chunks
         for name, (set_corpus, path) in SETS.items():
             if set_corpus != corpus:
                 continue
@@ -131,7 +130,6 @@ def main() -> int:
                 for item in items:
                     chunks = retrieved[item.id][:k]
                     candidates = documents_first(chunks, d) if d else chunks
-                    following = searcher.index.catalog.following_chunks
                     if placing == "rank":
                         prompt = build_prompt(
                             item.question,

@@ -38,7 +38,6 @@ from appliance.answer.passages import Window
 from appliance.answer.quotes import MAX_QUOTE_WORDS, MIN_MATCH, _absent, _flat, _segments, _specifics
 from appliance.evaluate.runner import QAItem, load_qa
 from appliance.index.catalog import Catalog
-from appliance.models.registry import load_embedder
 from appliance.retrieve.search import Searcher
 from appliance.text.sentences import split_sentences
 
@@ -126,7 +125,7 @@ def main() -> int:
     for corpus in ("runbooks", "demo"):
         settings, _ = indexed_settings(corpus, args.home, args.models_dir)
         searcher = Searcher(settings)
-        embed = load_embedder(settings).embed
+        embed = searcher.embedder.embed
         designs: dict[str, Design] = {
             "question_line": question_line(embed, specific_only=False),
             "question_line_specific": question_line(embed, specific_only=True),
