@@ -49,42 +49,8 @@ from appliance.answer.support import SentenceSupport, SupportReport
 from appliance.text.frequencies import frequencies_in
 from appliance.text.identifiers import identifier_in, is_digit_value
 from appliance.text.quantities import Quantity, numbers_in, unit_of, without_thousands
+from appliance.text.questions import TIME_UNITS, asked_quantity, asked_unit, asks_a_measure, declines_in_words
 from appliance.text.terms import extract_terms
-
-# The model declining in its own words: "The documents do not specify…", "the sources provided do not cover…".
-_MODEL_REFUSAL = re.compile(
-    r"(the )?(documents|sources)( provided)? do(es)? not (cover|answer|contain|mention|specify|state|say|give)", re.I
-)
-# The names of values a "what" question asks for.
-_VALUE_NOUNS = (
-    r"(?:time|percentage|percent|size|number|interval|threshold|timeout|limit|frequency|duration|rate|retention"
-    r"|schedule|hours|minimum|maximum|max|min|default)"
-)
-# One or two words may say which value ("what RSS limit does…", "what phone number do we call"): never a
-# verb ("what does the rate limit protect?" asks what it is for), and the value's name must end the phrase
-# ("what error rate alerts exist?" asks for alerts).
-_MODIFIED_VALUE = (
-    r"(?:(?!(?:do|does|did|should|can|could|will|would|happens?|to|if|when|is|are|was|were)\b)[\w-]+\s+){1,2}"
-    + _VALUE_NOUNS
-    + r"\b(?=\s*(?:[?,.:;]|$)|\s+(?:do|does|did|is|are|was|were|should|must|can|will|would|for|of|on|in|at"
-    r"|before|after|when|that|we|i|you|they)\b)"
-)
-# Question forms that ask for a value rather than a procedure. "how" alone (how do I…) is not one.
-_QUANTITY = re.compile(
-    r"\bhow\s+(often|long|many|much|frequently|big|large|old|soon|fast|high|low)\b"
-    r"|\bat\s+what\s+(point|percentage|percent|level|threshold|rate|time|size|value|age)\b"
-    r"|\bwhat(?:'s|\s+is|\s+are)?\s+(?:the\s+)?(?:" + _VALUE_NOUNS + r"\b|" + _MODIFIED_VALUE + r")"
-    r"|\b(minimum|maximum)\s+\w+|\bset\s+to\b|\b(raise|increase|lower|bump)\b[^?]*\bto\s*\?"
-    r"|\bwhat\b[^?]*\b(setpoints?|hours|percentage|threshold|timeout|interval|retention|schedule)\b",
-    re.IGNORECASE,
-)
-
-
-# A length of time or a distance: a bare number ("the gauge reads zero") does not say how long.
-_ASKS_A_MEASURE = re.compile(r"\bhow\s+(long|soon|old)\b", re.IGNORECASE)
-# A value asked in a named unit: "how many minutes", "what percentage".
-_ASKS_A_UNIT = re.compile(r"\bhow\s+many\s+([A-Za-z]+)|\bwhat\s+(percent(?:age)?)\b", re.IGNORECASE)
-_TIME_UNITS = frozenset({"ms", "s", "min", "h", "d", "wk", "mo", "yr"})
 
 
 def _asks_for_a_number(question: str) -> bool:
@@ -101,17 +67,11 @@ def _is_value(identifier: str, question: str) -> bool:
 def _answers_in_kind(quantity: Quantity, question: str) -> bool:
     """Whether a number is the kind of value asked: in the unit the question names (any unit of time for
     a time), with some unit for how long / how soon / how old, any number otherwise."""
-    named = _ASKS_A_UNIT.search(question)
-    asked = ("%" if named.group(2) else unit_of(named.group(1))) if named else None
+    named = asked_unit(question)
+    asked = ("%" if named == "%" else unit_of(named)) if named else None
     if asked is not None:
-        return quantity.unit == asked or {quantity.unit, asked} <= _TIME_UNITS
-    return quantity.unit is not None or not _ASKS_A_MEASURE.search(question)
-
-
-def asked_quantity(question: str) -> str | None:
-    """The words of the question that ask for a value ("how often", "what percentage"), else None."""
-    match = _QUANTITY.search(question)
-    return " ".join(match.group(0).split()) if match else None
+        return quantity.unit == asked or {quantity.unit, asked} <= TIME_UNITS
+    return quantity.unit is not None or not asks_a_measure(question)
 
 
 def stated_values(sentence: str, question: str = "") -> list[str]:
@@ -233,7 +193,7 @@ def refusal_reason(
     `parsed` is the answer as the model cited it, `sentences` its sentences with the citations the
     checker added, `support` their check, `labelled` each given source's text with its label (the
     title and section often carry the unit's name), `given` the texts the answer was checked against."""
-    if _MODEL_REFUSAL.search(parsed.text) and not parsed.cited:
+    if declines_in_words(parsed.text) and not parsed.cited:
         return "the model found no answer in the sources"
     reason = abstention_reason(question, support, given)
     if reason is not None:

@@ -254,6 +254,17 @@ class Catalog:
         )
         return [_chunk_row(row) for row in rows]
 
+    def chunks_of_documents(self, paths: Sequence[str]) -> dict[str, list[ChunkRow]]:
+        """Every chunk of each document in `paths`, in document order (what a section is rebuilt from)."""
+        found: dict[str, list[ChunkRow]] = {path: [] for path in paths}
+        if not found:
+            return found
+        marks = ",".join("?" * len(found))
+        for row in self.conn.execute(f"{_CHUNK_SELECT} WHERE d.path IN ({marks}) ORDER BY d.path, c.ord", list(found)):
+            chunk = _chunk_row(row)
+            found[chunk.path].append(chunk)
+        return found
+
     def chunks_by_rowids(self, rowids: Sequence[int]) -> dict[int, ChunkRow]:
         found: dict[int, ChunkRow] = {}
         for start in range(0, len(rowids), 500):

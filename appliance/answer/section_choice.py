@@ -1,0 +1,228 @@
+"""Which section answers the question: retrieval finds chunks, this chooses the section to show whole.
+
+Measured outside the team on procedure questions: the top hit's own section holds 8% of the gold steps,
+its parent 16%, the ancestor holding most of the top document's hits 33%. The hits land in Purpose,
+Scope or Records sections of the right SOP, in an alarm guide that says "see SOP-CL-004", or in one
+phase (6.3 Notify customers) of a procedure whose phases are all needed. So every section of the best
+documents is a candidate, and each is scored on graded signals, none of which can veto it:
+
+- `similarity`: the question against the section's label (document title › heading path), by the
+  embedder that already reads the question: the label says what the section is about;
+- `evidence`: the retrieval scores of the hits inside it, against the best document's;
+- `structure`: the share of what it holds that an operator acts on (numbered steps, commands, warnings);
+- `intent`: a runbook's Mitigation for "how do I fix", its Diagnosis for "find out why" (text/procedures.py);
+- `front matter`: Purpose, Scope, References… count against a section, never exclude it.
+
+A phase of one procedure stands for the whole: when the chosen section's parent is itself a procedure
+and the hits or the question's match spread over the parent's parts, the parent is shown (6. Procedure
+for a hit in 6.3). A parent of separate procedures (4. Procedures › 4.3 Locked account) is not, because
+the question matches that one child's heading better than the parent's.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from appliance.answer.sections import Section, document_sections, heading_parts, is_within
+from appliance.index.records import ChunkRow
+from appliance.text.procedures import (
+    front_matter_share,
+    intent_affinity,
+    is_generic_procedure,
+    is_numbered_step_heading,
+)
+
+# Weights of the signals (fitted on the procedure tune split, scripts/qa/procedures.jsonl; see docs).
+EVIDENCE_WEIGHT = 0.15
+STRUCTURE_WEIGHT = 0.10
+INTENT_WEIGHT = 0.08
+FRONT_MATTER_WEIGHT = 0.10
+# A parent takes a child's place when it scores nearly as well (within this much).
+PARENT_MARGIN = 0.05
+DOCUMENTS = 4  # documents whose sections are candidates
+WHOLE_DOCUMENT_WORDS = 400  # a whole document is shown as one procedure only up to this length
+
+# How much of a section's content an operator acts on, by layout kind (text/layout.py).
+_ACTIONABLE = {
+    "step": 1.0,
+    "code": 1.0,
+    "warning": 1.0,
+    "caution": 1.0,
+    "hold": 1.0,
+    "item": 0.5,
+    "note": 0.3,
+    "table": 0.3,
+}
+
+EmbedTexts = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Scored:
+    """One candidate section with its signals (kept for the benchmark and the API's alternatives)."""
+
+    section: Section
+    similarity: float
+    evidence: float
+    structure: float
+    intent: float
+    front_matter: float
+    mass: float  # the positive scores of every hit inside, against the best hit's (how widely it matched)
+    hits: tuple[str, ...]  # the chunk ids of the hits inside, best first
+
+    @property
+    def score(self) -> float:
+        return (
+            self.similarity
+            + EVIDENCE_WEIGHT * self.evidence
+            + STRUCTURE_WEIGHT * self.structure
+            + INTENT_WEIGHT * self.intent
+            - FRONT_MATTER_WEIGHT * self.front_matter
+        )
+
+
+@dataclass(frozen=True)
+class Choice:
+    chosen: Scored
+    ranked: list[Scored] = field(default_factory=list)  # every candidate, best first
+
+    @property
+    def section(self) -> Section:
+        return self.chosen.section
+
+    def alternatives(self, count: int = 3) -> list[Scored]:
+        """The best candidates outside the chosen section, one per section, none inside it or holding it."""
+        picked: list[Scored] = []
+        for candidate in self.ranked:
+            other = candidate.section
+            if other.path == self.section.path and (
+                is_within(other.heading, self.section.heading) or is_within(self.section.heading, other.heading)
+            ):
+                continue
+            if any(other.path == p.section.path and is_within(other.heading, p.section.heading) for p in picked):
+                continue
+            picked.append(candidate)
+            if len(picked) == count:
+                break
+        return picked
+
+
+def structure_of(section: Section) -> float:
+    weights = [_ACTIONABLE.get(item.kind, 0.0) for item in section.items if item.kind != "heading"]
+    return sum(weights) / len(weights) if weights else 0.0
+
+
+def choose_section(
+    question: str,
+    hits: Sequence[tuple[ChunkRow, float]],
+    chunks_of: Callable[[Sequence[str]], Mapping[str, Sequence[ChunkRow]]],
+    embed_texts: EmbedTexts,
+    question_vector: np.ndarray,
+) -> Choice | None:
+    """The section to show for `question`, from the ranked `hits` (chunk, fused score), best first."""
+    if not hits:
+        return None
+    masses: dict[str, float] = {}
+    for chunk, score in hits:
+        masses[chunk.path] = masses.get(chunk.path, 0.0) + max(score, 0.0)
+    documents = sorted(masses, key=lambda path: -masses[path])[:DOCUMENTS]
+    top_score = max(max(score for _, score in hits), 1e-9)
+    by_document = chunks_of(documents)
+    candidates: list[Section] = []
+    for path in documents:
+        candidates.extend(document_sections(by_document.get(path, ())).values())
+    if not candidates:
+        return None
+    vectors = embed_texts([section.label for section in candidates])
+    similarities = vectors @ question_vector
+    scored = [
+        _scored(question, section, float(similarity), hits, top_score)
+        for section, similarity in zip(candidates, similarities, strict=True)
+    ]
+    # A whole document (or the heading holding all of it) is reached only from one of its parts
+    # (_whole_procedure): compared directly, its title matches an alert-named runbook's question best and
+    # it holds every hit, so it would always win and show Meaning and Impact with the Mitigation asked for.
+    parts = [candidate for candidate in scored if not _whole_document(candidate.section, candidates)]
+    ranked = sorted(parts or scored, key=lambda candidate: -candidate.score)
+    chosen = _whole_procedure(ranked[0], {(c.section.path, c.section.heading): c for c in scored})
+    return Choice(chosen, ranked)
+
+
+def _whole_document(section: Section, candidates: Sequence[Section]) -> bool:
+    """Whether the section holds all of its document that has parts: the root, or a first heading holding
+    every chunk (the H1 that repeats the title), when some smaller section exists."""
+    document = [c for c in candidates if c.path == section.path]
+    root = next((c for c in document if not c.heading), None)
+    if root is None or len(section.chunks) < len(root.chunks):
+        return False
+    return any(len(c.chunks) < len(root.chunks) for c in document)
+
+
+def _scored(
+    question: str, section: Section, similarity: float, hits: Sequence[tuple[ChunkRow, float]], top: float
+) -> Scored:
+    inside = [
+        (chunk, score)
+        for chunk, score in hits
+        if chunk.path == section.path and is_within(chunk.section, section.heading)
+    ]
+    best = max((score for _, score in inside), default=0.0)
+    mass = sum(max(score, 0.0) for _, score in inside)
+    parts = heading_parts(section.heading)
+    own = parts[-1] if parts else section.title
+    return Scored(
+        section=section,
+        similarity=similarity,
+        evidence=max(0.0, best / top),
+        mass=mass / top,
+        structure=structure_of(section),
+        intent=intent_affinity(question, own),
+        front_matter=front_matter_share(own),
+        hits=tuple(chunk.chunk_id for chunk, _ in inside),
+    )
+
+
+def _whole_procedure(chosen: Scored, by_heading: Mapping[tuple[str, str], Scored]) -> Scored:
+    """Climb from a phase of a procedure to the procedure (see the module docstring)."""
+    current = chosen
+    while True:
+        parts = heading_parts(current.section.heading)
+        if not parts:
+            return current
+        parent = by_heading.get((current.section.path, " › ".join(parts[:-1])))
+        if parent is None:
+            return current
+        children = [
+            c.section.name
+            for (path, heading), c in by_heading.items()
+            if path == parent.section.path
+            and c.section.depth == parent.section.depth + 1
+            and is_within(heading, parent.section.heading)
+        ]
+        # Numbered like steps, none of them front matter ("1. Purpose, 2. Scope" number an SOP's sections).
+        stepwise = (
+            len(children) >= 2
+            and sum(map(is_numbered_step_heading, children)) >= 0.6 * len(children)
+            and not any(front_matter_share(name) >= 0.5 for name in children)
+        )
+        if not _is_procedure_parent(parent, current, stepwise):
+            return current
+        current = parent
+
+
+def _is_procedure_parent(parent: Scored, child: Scored, stepwise: bool) -> bool:
+    """Whether `parent` is one procedure of which `child` is a phase: it is mostly steps, it is not front
+    matter, it scores nearly as well, and its heading names no subject of its own (6. Procedure) or its parts
+    are numbered steps (1. Check…, 2. Drill down…) or the hits spread over its parts."""
+    if parent.structure < 0.5 or parent.front_matter > 0 or parent.score < child.score - PARENT_MARGIN:
+        return False
+    if not parent.section.heading or (
+        len(heading_parts(parent.section.heading)) == 1 and parent.section.name == parent.section.title
+    ):
+        # The whole document: only a procedure in numbered parts, or one small enough to be about one thing.
+        return stepwise or parent.section.words <= WHOLE_DOCUMENT_WORDS
+    generic = is_generic_procedure(heading_parts(parent.section.heading)[-1])
+    return generic or stepwise or parent.mass > child.mass * 1.5
