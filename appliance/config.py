@@ -306,6 +306,25 @@ class GeneratorSettings(Section):
 
 
 class AnswerSettings(Section):
+    mode: Literal["quoted", "generated"] = Field(
+        "quoted",
+        description="quoted: the answer is the SOP's own text, the section the question lands in shown whole and "
+        "cited item by item (a procedure's steps in order, a value's line); no model writes it. generated: the "
+        "local model writes a short answer from the retrieved passages (for questions that need synthesis).",
+    )
+    section_hits: int = Field(
+        30, ge=5, le=200, description="Retrieved chunks whose sections are candidates for a quoted answer."
+    )
+    max_procedure_words: int = Field(
+        1000,
+        ge=50,
+        le=20000,
+        description="Longest procedure shown whole in a quoted answer; a longer one shows the parts the question "
+        "matched and says what it left out.",
+    )
+    excerpt_words: int = Field(
+        70, ge=10, le=2000, description="Most words of the lines a quoted answer shows for a value or a fact."
+    )
     max_sources: int = Field(6, ge=1, le=50, description="Most retrieved chunks given to the model.")
     window_chunks: int = Field(
         2,

@@ -9,14 +9,17 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from appliance.answer.attribution import CorrectedCitation
 from appliance.answer.evidence_sentences import best_sentences
 from appliance.answer.followup import Standalone, Turn, standalone_question
 from appliance.answer.prompt import REFUSAL, SYSTEM_PROMPT, Prompt, Source, build_prompt
+from appliance.answer.quoted import Quoted, Step, quote_answer
 from appliance.answer.quotes import Quote
+from appliance.answer.section_choice import choose_section
+from appliance.answer.sections import Section
 from appliance.answer.verdict import judge_answer
 from appliance.config import Settings
 from appliance.index.filters import NO_FILTERS, Filters
@@ -24,6 +27,7 @@ from appliance.index.records import ChunkRecord, ChunkRow
 from appliance.models.calibration import support_calibrated
 from appliance.models.generation import ChatMessage, Generator, load_generator
 from appliance.retrieve.search import Hit, Searcher, SearchResult
+from appliance.text.questions import question_kind
 
 # How many of the closest passages a refusal still lists, so the operator can look for himself.
 REFUSAL_CLOSEST = 3
@@ -58,6 +62,32 @@ class Citation:
     path: str
     section: str
     page: int | None
+    document_id: int | None = None
+
+
+@dataclass(frozen=True)
+class ShownSection:
+    """A section a quoted answer shows (its steps carry its number `n`)."""
+
+    n: int
+    path: str
+    title: str
+    section: str  # heading path ('' = the whole document)
+    pages: list[int]
+    words: int  # the whole section's length, shown or not
+    document_id: int | None = None
+
+
+@dataclass(frozen=True)
+class Alternative:
+    """Another section that scored close: offered to open, never shown as an answer."""
+
+    path: str
+    title: str
+    section: str
+    page: int | None
+    chunk_id: str
+    score: float
     document_id: int | None = None
 
 
@@ -101,6 +131,13 @@ class AnswerResult:
     # Misspelt words searched as the documents' words ({"question": searched, "corrections": [{typed,
     # suggested}]}, retrieve/spelling.py); None when nothing was corrected.
     did_you_mean: dict[str, Any] | None = None
+    # What kind of answer this is: "procedure" (a section's steps, verbatim), "excerpt" (the lines that state
+    # a value or a fact, verbatim), "generated" (the model's words, checked) or "refusal".
+    answer_kind: str = "generated"
+    # The source's own items, in the order shown, each cited (answer/quoted.py): empty for a generated answer.
+    steps: list[Step] = field(default_factory=list)
+    sections: list[ShownSection] = field(default_factory=list)
+    alternatives: list[Alternative] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -108,7 +145,7 @@ class AnswerResult:
         return data
 
 
-EventKind = Literal["evidence", "token", "done"]
+EventKind = Literal["evidence", "steps", "token", "done"]
 
 
 @dataclass(frozen=True)
@@ -117,6 +154,9 @@ class AnswerEvent:
     evidence: list[EvidenceItem] | None = None
     text: str | None = None
     result: AnswerResult | None = None
+    # kind "steps": the quoted answer's kind and items, as soon as search has chosen them.
+    answer_kind: str | None = None
+    steps: list[Step] | None = None
 
 
 class Answerer:
@@ -175,9 +215,17 @@ class Answerer:
         standalone = self.standalone(question, history)
         asked, question = question, standalone.question
         max_sources = k or self.settings.answer.max_sources
-        with self.searcher.index.reading():  # the hits and their rows from one committed state
-            found = self.searcher.search(question, k=max(max_sources, REFUSAL_CLOSEST), filters=filters)
+        quoting = self.settings.answer.mode == "quoted"
+        wanted = max(max_sources, REFUSAL_CLOSEST, self.settings.answer.section_hits if quoting else 0)
+        quoted: Quoted | None = None
+        section_ms = 0.0
+        with self.searcher.index.reading():  # the hits, their rows and their sections from one committed state
+            found = self.searcher.search(question, k=wanted, filters=filters)
             rows = self._rows(found.hits)
+            if quoting and found.evidence.sufficient:
+                t = time.perf_counter()
+                quoted = self._quote(found.searched, found.hits, rows)
+                section_ms = _ms(t)
         # A misspelt word was searched as the documents write it: the sources and the prompt use that wording too.
         question = found.searched
         timings = {"retrieve": found.timings_ms.get("total", 0.0) - found.timings_ms.get("rerank", 0.0)}
@@ -194,6 +242,11 @@ class Answerer:
             timings["total"] = _ms(started)
             result = self._refusal(question, closest, timings, found.evidence.reason)
             yield AnswerEvent("done", result=_as_asked(result, asked, standalone, found))
+            return
+
+        if quoted is not None:
+            timings["sections"] = section_ms
+            yield from self._quoted_events(question, quoted, found, rows, timings, started, asked, standalone)
             return
 
         generator = self.generator
@@ -245,6 +298,132 @@ class Answerer:
         result = self._checked(question, "".join(pieces), prompt, evidence, timings, stats)
         yield AnswerEvent("done", result=_as_asked(result, asked, standalone, found))
 
+    # --- the SOP's own text (answer.mode = "quoted") ---------------------------------------------
+
+    def _quote(self, question: str, hits: Sequence[Hit], rows: dict[str, ChunkRow]) -> Quoted | None:
+        ranked = [(rows[hit.chunk_id], hit.score) for hit in hits if hit.chunk_id in rows]
+        kind = question_kind(question)
+        embedder = self.searcher.embedder
+        vector = embedder.embed_query(question)
+        catalog = self.searcher.catalog
+        choice = choose_section(
+            question, ranked, catalog.chunks_of_documents, embedder.embed, vector, procedure=kind == "procedure"
+        )
+        if choice is None:
+            return None
+        settings = self.settings.answer
+        return quote_answer(
+            question,
+            kind,
+            choice,
+            ranked,
+            chunks_of=catalog.chunks_of_documents,
+            embed_texts=embedder.embed,
+            question_vector=vector,
+            max_words=settings.max_procedure_words,
+            excerpt_words=settings.excerpt_words,
+        )
+
+    def _quoted_events(
+        self,
+        question: str,
+        quoted: Quoted,
+        found: SearchResult,
+        rows: dict[str, ChunkRow],
+        timings: dict[str, float],
+        started: float,
+        asked: str,
+        standalone: Standalone,
+    ) -> Iterator[AnswerEvent]:
+        files = self.searcher.catalog.document_files(
+            sorted({s.path for s in quoted.sections} | {a.section.path for a in quoted.alternatives})
+        )
+        document_ids = {path: entry[0] for path, entry in files.items()}
+        scores = {hit.chunk_id: hit.score for hit in found.hits}
+        evidence = [
+            self._section_item(question, n, section, quoted, scores, document_ids)
+            for n, section in enumerate(quoted.sections, 1)
+        ]
+        if quoted.refusal_reason is not None:
+            closest = [replace_n(item, None) for item in evidence]
+            yield AnswerEvent("evidence", evidence=closest)
+            timings["total"] = _ms(started)
+            result = self._refusal(question, closest, timings, quoted.refusal_reason)
+            yield AnswerEvent("done", result=_as_asked(result, asked, standalone, found))
+            return
+        yield AnswerEvent("evidence", evidence=evidence)
+        timings["first_content"] = _ms(started)
+        yield AnswerEvent("steps", answer_kind=quoted.kind, steps=quoted.steps)
+        citations = [
+            Citation(item.n or 0, item.chunk_id, item.path, item.section, item.page, item.document_id)
+            for item in evidence
+        ]
+        shown = [
+            ShownSection(n, s.path, s.title, s.heading, list(s.pages), s.words, document_ids.get(s.path))
+            for n, s in enumerate(quoted.sections, start=1)
+        ]
+        alternatives = [
+            Alternative(
+                a.section.path,
+                a.section.title,
+                a.section.heading,
+                a.section.chunks[0].page,
+                (a.hits or (a.section.chunks[0].chunk_id,))[0],
+                round(a.score, 4),
+                document_ids.get(a.section.path),
+            )
+            for a in quoted.alternatives
+        ]
+        timings["total"] = _ms(started)
+        result = AnswerResult(
+            question=question,
+            answer=quoted.text(),
+            refused=False,
+            grounded=True,  # every word shown is the source's own, at the place it cites
+            verified=True,
+            unsupported=[],
+            citations=citations,
+            evidence=evidence,
+            timings_ms=timings,
+            model=None,  # no model was asked
+            answer_kind=quoted.kind,
+            steps=quoted.steps,
+            sections=shown,
+            alternatives=alternatives,
+        )
+        yield AnswerEvent("done", result=_as_asked(result, asked, standalone, found))
+
+    def _section_item(
+        self,
+        question: str,
+        n: int,
+        section: Section,
+        quoted: Quoted,
+        scores: dict[str, float],
+        document_ids: dict[str, int],
+    ) -> EvidenceItem:
+        """A shown section as a source: its text as shown, cited at its first matched chunk (else its first)."""
+        steps = [step for step in quoted.steps if step.n == n and step.kind != "omitted"]
+        text = "\n".join(step.text for step in steps)
+        cited = next((step for step in steps if step.matched), steps[0] if steps else None)
+        chunk = next(
+            (c for c in section.chunks if cited is not None and c.chunk_id == cited.chunk_id), section.chunks[0]
+        )
+        spans = best_sentences(question, text, k=self.settings.answer.evidence_sentences)
+        return EvidenceItem(
+            n=n,
+            chunk_id=chunk.chunk_id,
+            path=section.path,
+            title=section.title,
+            section=chunk.section,
+            page=chunk.page,
+            score=max((scores.get(c.chunk_id, 0.0) for c in section.chunks), default=0.0),
+            text=text,
+            sentences=[EvidenceSentence(text[s:e], s, e, round(score, 4)) for s, e, score in spans],
+            chunk_ids=[c.chunk_id for c in section.chunks],
+            document_id=document_ids.get(section.path),
+        )
+
     # --- helpers -----------------------------------------------------------------------------
 
     def _rows(self, hits: list[Hit]) -> dict[str, ChunkRow]:
@@ -291,6 +470,7 @@ class Answerer:
             timings_ms=timings,
             model=None,  # no model was asked
             refusal_reason=reason,
+            answer_kind="refusal",
         )
 
     def _checked(
@@ -345,6 +525,7 @@ class Answerer:
             timings_ms=timings,
             model=self.generator.model_id,
             refusal_reason=verdict.refusal_reason,
+            answer_kind="refusal" if refused else "generated",
             removed_citations=verdict.removed,
             attributed_citations=[] if refused else verdict.attributed,
             corrected_citations=[] if refused else verdict.corrected,
@@ -364,6 +545,10 @@ def _as_asked(result: AnswerResult, asked: str, standalone: Standalone, found: S
     result.rewrite = standalone.method
     result.did_you_mean = found.did_you_mean
     return result
+
+
+def replace_n(item: EvidenceItem, n: int | None) -> EvidenceItem:
+    return replace(item, n=n)
 
 
 def _hit_of(hits: list[Hit], source: Source) -> Hit | None:

@@ -73,15 +73,14 @@ class Scored:
     mass: float  # the positive scores of every hit inside, against the best hit's (how widely it matched)
     hits: tuple[str, ...]  # the chunk ids of the hits inside, best first
 
+    procedure: bool = True  # scored for a procedure question: steps and the question's intent count
+
     @property
     def score(self) -> float:
-        return (
-            self.similarity
-            + EVIDENCE_WEIGHT * self.evidence
-            + STRUCTURE_WEIGHT * self.structure
-            + INTENT_WEIGHT * self.intent
-            - FRONT_MATTER_WEIGHT * self.front_matter
-        )
+        score = self.similarity + EVIDENCE_WEIGHT * self.evidence - FRONT_MATTER_WEIGHT * self.front_matter
+        if self.procedure:
+            score += STRUCTURE_WEIGHT * self.structure + INTENT_WEIGHT * self.intent
+        return score
 
 
 @dataclass(frozen=True)
@@ -121,8 +120,12 @@ def choose_section(
     chunks_of: Callable[[Sequence[str]], Mapping[str, Sequence[ChunkRow]]],
     embed_texts: EmbedTexts,
     question_vector: np.ndarray,
+    *,
+    procedure: bool = True,
 ) -> Choice | None:
-    """The section to show for `question`, from the ranked `hits` (chunk, fused score), best first."""
+    """The section to show for `question`, from the ranked `hits` (chunk, fused score), best first. For a
+    question that asks a value or a fact (`procedure` False) steps count for nothing and no part climbs to
+    the procedure it belongs to."""
     if not hits:
         return None
     masses: dict[str, float] = {}
@@ -139,7 +142,7 @@ def choose_section(
     vectors = embed_texts([section.label for section in candidates])
     similarities = vectors @ question_vector
     scored = [
-        _scored(question, section, float(similarity), hits, top_score)
+        _scored(question, section, float(similarity), hits, top_score, procedure)
         for section, similarity in zip(candidates, similarities, strict=True)
     ]
     # A whole document (or the heading holding all of it) is reached only from one of its parts
@@ -147,7 +150,9 @@ def choose_section(
     # it holds every hit, so it would always win and show Meaning and Impact with the Mitigation asked for.
     parts = [candidate for candidate in scored if not _whole_document(candidate.section, candidates)]
     ranked = sorted(parts or scored, key=lambda candidate: -candidate.score)
-    chosen = _whole_procedure(ranked[0], {(c.section.path, c.section.heading): c for c in scored})
+    chosen = ranked[0]
+    if procedure:
+        chosen = _whole_procedure(chosen, {(c.section.path, c.section.heading): c for c in scored})
     return Choice(chosen, ranked)
 
 
@@ -162,7 +167,12 @@ def _whole_document(section: Section, candidates: Sequence[Section]) -> bool:
 
 
 def _scored(
-    question: str, section: Section, similarity: float, hits: Sequence[tuple[ChunkRow, float]], top: float
+    question: str,
+    section: Section,
+    similarity: float,
+    hits: Sequence[tuple[ChunkRow, float]],
+    top: float,
+    procedure: bool,
 ) -> Scored:
     inside = [
         (chunk, score)
@@ -182,6 +192,7 @@ def _scored(
         intent=intent_affinity(question, own),
         front_matter=front_matter_share(own),
         hits=tuple(chunk.chunk_id for chunk, _ in inside),
+        procedure=procedure,
     )
 
 

@@ -1,0 +1,242 @@
+"""What the operator is shown: the SOP's own text (answer.mode = quoted) against the model's answer
+(answer.mode = generated, today's design before it), side by side on the same questions in one run.
+
+Sets (scripts/qa/):
+  procedures  procedure questions with 2-8 verbatim gold step phrases each (procedures.jsonl; --split
+              heldout|tune|all): step recall (share of gold phrases shown), complete answers (>= 90% of
+              the phrases shown, in document order), the gold section shown whole or within what is shown
+  heldout, sampled, tune   the runbook golden sets; demo   the docs_corpus golden set:
+              every key phrase shown, answerable refused, unanswerable declined
+Every set: words shown (the answer and every source line under it), the gold document among the
+citations, answers cut at generator.max_tokens, first content (the steps, or the first generated token),
+first token and total time (medians), on this machine.
+
+"Shown" is what the operator reads as the answer: for a quoted answer its steps; for a generated answer
+its text and the sources' lines quoted under it. Phrases match case-insensitively, whitespace collapsed,
+Markdown emphasis (* and `) ignored on both sides.
+
+Usage: python scripts/bench_sop.py [--sets procedures,heldout,sampled,demo] [--split heldout] [--generated]
+       [--ids pq-001,...] [--limit N] [--json OUT]
+--generated also asks the local model (slow: 20-90 s an answer on 2 cores); without it only the quoted
+design runs. Settings: defaults and APPLIANCE_<SECTION>_<FIELD> variables, as for the CLI.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import statistics
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import appliance  # noqa: F401  (offline environment first)
+from appliance.answer.answerer import Answerer, AnswerResult
+from appliance.config import Settings, load_settings
+from appliance.ingest.pipeline import ingest
+from appliance.models.generation import load_generator
+
+REPO = Path(__file__).resolve().parent.parent
+RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
+QA = REPO / "scripts" / "qa"
+KEYPHRASE_SETS = {
+    "heldout": "runbooks_heldout.jsonl",
+    "sampled": "runbooks_sampled.jsonl",
+    "tune": "runbooks_tune.jsonl",
+    "demo": "demo_corpus.jsonl",
+}
+
+
+def flat(text: str) -> str:
+    return " ".join(re.sub(r"[*`]", "", text).casefold().split())
+
+
+def shown_text(result: AnswerResult) -> str:
+    """What the operator reads as the answer (see the module docstring)."""
+    if result.refused:
+        return ""
+    if result.steps:
+        return "\n".join(step.text for step in result.steps)
+    return "\n".join([result.answer, *(quote.text for quote in result.quotes)])
+
+
+def phrase_positions(shown: str, phrases: list[str]) -> list[int]:
+    text = flat(shown)
+    return [text.find(flat(phrase)) for phrase in phrases]
+
+
+def row_for(item: dict[str, Any], result: AnswerResult, seconds: float) -> dict[str, Any]:
+    shown = shown_text(result)
+    gold_file = item.get("gold_file") or (item.get("gold_files") or [None])[0]
+    cited = {c.path for c in result.citations} | {s.path for s in result.steps}
+    timings = result.timings_ms
+    row: dict[str, Any] = {
+        "id": item["id"],
+        "answerable": item.get("answerable", True),
+        "refused": result.refused,
+        "refusal_reason": result.refusal_reason,
+        "answer_kind": result.answer_kind,
+        "words": len(shown.split()),
+        "gold_cited": gold_file in cited if gold_file else None,
+        "truncated": result.truncated,
+        "first_content_ms": timings.get("first_content", timings.get("first_token")),
+        "first_token_ms": timings.get("first_token"),
+        "total_ms": timings.get("total", seconds * 1000),
+        "sections": [f"{s.path} § {s.section}" for s in result.sections],
+        "citations": [f"{c.path} § {c.section}" for c in result.citations],
+    }
+    if "step_phrases" in item:
+        positions = phrase_positions(shown, item["step_phrases"])
+        found = [p for p in positions if p >= 0]
+        row["step_recall"] = len(found) / len(positions)
+        row["complete"] = row["step_recall"] >= 0.9 and found == sorted(found)
+        row["gold_section_words"] = item.get("gold_section_words")
+        row["missing"] = [p for p, at in zip(item["step_phrases"], positions, strict=True) if at < 0]
+    if item.get("answer_keyphrases"):
+        positions = phrase_positions(shown, item["answer_keyphrases"])
+        row["keyphrases_shown"] = all(p >= 0 for p in positions)
+    return row
+
+
+def _share(count: int, total: int) -> str:
+    return f"{100 * count / total:.0f}% ({count} of {total})" if total else "n/a"
+
+
+def _median(values: list[float]) -> float | None:
+    return round(statistics.median(values), 1) if values else None
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    answerable = [r for r in rows if r["answerable"]]
+    unanswerable = [r for r in rows if not r["answerable"]]
+    answered = [r for r in answerable if not r["refused"]]
+    summary: dict[str, Any] = {
+        "questions": len(rows),
+        "answerable_refused": _share(sum(r["refused"] for r in answerable), len(answerable)),
+        "gold_document_cited": _share(sum(bool(r["gold_cited"]) for r in answerable), len(answerable)),
+        "cut_at_token_limit": _share(sum(r["truncated"] for r in rows), len(rows)),
+        "words_shown_median": _median([r["words"] for r in answered]),
+        "first_content_ms_median": _median([r["first_content_ms"] for r in rows if r["first_content_ms"] is not None]),
+        "first_token_ms_median": _median([r["first_token_ms"] for r in rows if r["first_token_ms"] is not None]),
+        "total_ms_median": _median([r["total_ms"] for r in rows]),
+    }
+    if unanswerable:
+        summary["unanswerable_declined"] = _share(sum(r["refused"] for r in unanswerable), len(unanswerable))
+    if any("step_recall" in r for r in rows):
+        recalls = [r["step_recall"] for r in answerable]
+        summary["step_recall_mean"] = round(sum(recalls) / len(recalls), 3)
+        summary["complete"] = _share(sum(r["complete"] for r in answerable), len(answerable))
+        ratios = [r["words"] / r["gold_section_words"] for r in answered if r.get("gold_section_words")]
+        summary["words_shown_to_gold_section_median"] = round(statistics.median(ratios), 2) if ratios else None
+    if any("keyphrases_shown" in r for r in rows):
+        summary["every_keyphrase_shown"] = _share(
+            sum(bool(r.get("keyphrases_shown")) for r in answerable), len(answerable)
+        )
+    kinds: dict[str, int] = {}
+    for r in rows:
+        kinds[r["answer_kind"]] = kinds.get(r["answer_kind"], 0) + 1
+    summary["answer_kinds"] = kinds
+    return summary
+
+
+def load_items(name: str, split: str) -> list[dict[str, Any]]:
+    if name == "procedures":
+        items = [json.loads(line) for line in (QA / "procedures.jsonl").read_text().splitlines() if line.strip()]
+        return [item for item in items if split == "all" or item["split"] == split]
+    return [json.loads(line) for line in (QA / KEYPHRASE_SETS[name]).read_text().splitlines() if line.strip()]
+
+
+def corpus_of(item: dict[str, Any], name: str) -> str:
+    if name == "demo":
+        return "demo"
+    if name == "procedures":
+        return "demo" if item["gold_file"].startswith("docs_corpus/") else "runbooks"
+    return "runbooks"
+
+
+def settings_for(corpus: str, home: Path, models_dir: Path) -> Settings:
+    environ = {**os.environ, "APPLIANCE_HOME": str(home / corpus), "APPLIANCE_MODELS_DIR": str(models_dir)}
+    environ.pop("APPLIANCE_CONFIG", None)
+    return load_settings(environ)
+
+
+def gold_section_words(answerer: Answerer, item: dict[str, Any]) -> int | None:
+    from appliance.answer.sections import document_sections
+
+    chunks = answerer.searcher.catalog.chunks_of_documents([item["gold_file"]])[item["gold_file"]]
+    section = document_sections(chunks).get(item["gold_section"])
+    return section.words if section is not None else None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-sop")
+    parser.add_argument("--models-dir", type=Path, default=REPO / "models")
+    parser.add_argument("--sets", default="procedures,heldout,sampled,demo")
+    parser.add_argument("--split", choices=["heldout", "tune", "all"], default="heldout")
+    parser.add_argument("--generated", action="store_true", help="Also ask the model (today's design).")
+    parser.add_argument("--ids", default="")
+    parser.add_argument("--limit", type=int, default=0)
+    parser.add_argument("--json", type=Path, default=None)
+    args = parser.parse_args()
+    wanted_ids = set(filter(None, args.ids.split(",")))
+    answerers: dict[str, tuple[Answerer, Answerer | None]] = {}
+
+    def answerers_for(corpus: str) -> tuple[Answerer, Answerer | None]:
+        if corpus not in answerers:
+            settings = settings_for(corpus, args.home, args.models_dir)
+            roots = [REPO / "docs_corpus"] if corpus == "demo" else sorted(p for p in RUNBOOKS.iterdir() if p.is_dir())
+            ingest(settings, roots)
+            quoted_settings = settings.model_copy(update={"answer": replace_mode(settings, "quoted")})
+            quoted = Answerer(quoted_settings)
+            generated = None
+            if args.generated:
+                generated_settings = settings.model_copy(update={"answer": replace_mode(settings, "generated")})
+                generated = Answerer(generated_settings, searcher=quoted.searcher, generator=load_generator(settings))
+            answerers[corpus] = (quoted, generated)
+        return answerers[corpus]
+
+    report: dict[str, Any] = {}
+    for name in args.sets.split(","):
+        items = load_items(name, args.split)
+        if wanted_ids:
+            items = [item for item in items if item["id"] in wanted_ids]
+        if args.limit:
+            items = items[: args.limit]
+        rows: dict[str, list[dict[str, Any]]] = {"quoted": [], "generated": []}
+        for item in items:
+            quoted, generated = answerers_for(corpus_of(item, name))
+            if name == "procedures":
+                item = {**item, "gold_section_words": gold_section_words(quoted, item)}
+            for design, answerer in (("quoted", quoted), ("generated", generated)):
+                if answerer is None:
+                    continue
+                started = time.perf_counter()
+                result = answerer.ask(item["question"])
+                rows[design].append(row_for(item, result, time.perf_counter() - started))
+            print(f"{name} {item['id']}: " + "  ".join(_brief(rows[d][-1]) for d in rows if rows[d]), file=sys.stderr)
+        report[name] = {design: {"summary": summarize(r), "rows": r} for design, r in rows.items() if r}
+        if args.json:
+            args.json.write_text(json.dumps(report, indent=1))
+    print(json.dumps({name: {d: v["summary"] for d, v in r.items()} for name, r in report.items()}, indent=2))
+    return 0
+
+
+def replace_mode(settings: Settings, mode: str) -> Any:
+    return settings.answer.model_copy(update={"mode": mode})
+
+
+def _brief(row: dict[str, Any]) -> str:
+    parts = [row["answer_kind"][:4], f"{row['words']}w", f"{row['total_ms'] / 1000:.1f}s"]
+    if "step_recall" in row:
+        parts.append(f"recall {row['step_recall']:.2f}")
+    if "keyphrases_shown" in row:
+        parts.append("kp" if row["keyphrases_shown"] else "no-kp")
+    return "/".join(parts)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
