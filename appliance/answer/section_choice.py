@@ -37,13 +37,16 @@ from appliance.text.procedures import (
 
 # Weights of the signals (fitted on the procedure tune split, scripts/qa/procedures.jsonl; see docs).
 EVIDENCE_WEIGHT = 0.15
+DOCUMENT_WEIGHT = 0.2
 STRUCTURE_WEIGHT = 0.10
 INTENT_WEIGHT = 0.08
 FRONT_MATTER_WEIGHT = 0.10
 # A parent takes a child's place when it scores nearly as well (within this much).
 PARENT_MARGIN = 0.05
 DOCUMENTS = 4  # documents whose sections are candidates
-WHOLE_DOCUMENT_WORDS = 400  # a whole document is shown as one procedure only up to this length
+WHOLE_DOCUMENT_WORDS = 400
+MIN_SECTION_WORDS = 40  # a section shorter than this is a fragment of its parent
+FRAGMENT_PARENT_WORDS = 500  # the most a fragment's parent may hold to be shown in its place  # a whole document is shown as one procedure only up to this length
 
 # How much of a section's content an operator acts on, by layout kind (text/layout.py).
 _ACTIONABLE = {
@@ -70,6 +73,7 @@ class Scored:
     structure: float
     intent: float
     front_matter: float
+    document: float  # its document's retrieval mass against the best document's
     mass: float  # the positive scores of every hit inside, against the best hit's (how widely it matched)
     hits: tuple[str, ...]  # the chunk ids of the hits inside, best first
 
@@ -77,7 +81,12 @@ class Scored:
 
     @property
     def score(self) -> float:
-        score = self.similarity + EVIDENCE_WEIGHT * self.evidence - FRONT_MATTER_WEIGHT * self.front_matter
+        score = (
+            self.similarity
+            + EVIDENCE_WEIGHT * self.evidence
+            + DOCUMENT_WEIGHT * self.document
+            - FRONT_MATTER_WEIGHT * self.front_matter
+        )
         if self.procedure:
             score += STRUCTURE_WEIGHT * self.structure + INTENT_WEIGHT * self.intent
         return score
@@ -133,6 +142,7 @@ def choose_section(
         masses[chunk.path] = masses.get(chunk.path, 0.0) + max(score, 0.0)
     documents = sorted(masses, key=lambda path: -masses[path])[:DOCUMENTS]
     top_score = max(max(score for _, score in hits), 1e-9)
+    top_mass = max(masses[documents[0]], 1e-9)
     by_document = chunks_of(documents)
     candidates: list[Section] = []
     for path in documents:
@@ -142,7 +152,7 @@ def choose_section(
     vectors = embed_texts([section.label for section in candidates])
     similarities = vectors @ question_vector
     scored = [
-        _scored(question, section, float(similarity), hits, top_score, procedure)
+        _scored(question, section, float(similarity), hits, top_score, procedure, masses[section.path] / top_mass)
         for section, similarity in zip(candidates, similarities, strict=True)
     ]
     # A whole document (or the heading holding all of it) is reached only from one of its parts
@@ -151,9 +161,25 @@ def choose_section(
     parts = [candidate for candidate in scored if not _whole_document(candidate.section, candidates)]
     ranked = sorted(parts or scored, key=lambda candidate: -candidate.score)
     chosen = ranked[0]
+    by_heading = {(c.section.path, c.section.heading): c for c in scored}
     if procedure:
-        chosen = _whole_procedure(chosen, {(c.section.path, c.section.heading): c for c in scored})
+        chosen = _whole_procedure(chosen, by_heading)
+    chosen = _not_a_fragment(chosen, by_heading)
     return Choice(chosen, ranked)
+
+
+def _not_a_fragment(chosen: Scored, by_heading: Mapping[tuple[str, str], Scored]) -> Scored:
+    """A section of a few words (a heading and one line) is shown with its parent, when that fits."""
+    current = chosen
+    while current.section.words < MIN_SECTION_WORDS:
+        parts = heading_parts(current.section.heading)
+        if not parts:
+            break
+        parent = by_heading.get((current.section.path, " › ".join(parts[:-1])))
+        if parent is None or parent.section.words > FRAGMENT_PARENT_WORDS:
+            break
+        current = parent
+    return current
 
 
 def _whole_document(section: Section, candidates: Sequence[Section]) -> bool:
@@ -173,6 +199,7 @@ def _scored(
     hits: Sequence[tuple[ChunkRow, float]],
     top: float,
     procedure: bool,
+    document: float,
 ) -> Scored:
     inside = [
         (chunk, score)
@@ -188,6 +215,7 @@ def _scored(
         similarity=similarity,
         evidence=max(0.0, best / top),
         mass=mass / top,
+        document=document,
         structure=structure_of(section),
         intent=intent_affinity(question, own),
         front_matter=front_matter_share(own),

@@ -51,7 +51,9 @@ TIME_UNITS = frozenset({"ms", "s", "min", "h", "d", "wk", "mo", "yr"})
 _PROCEDURE = re.compile(
     r"\bhow\s+(?:do|does|did|can|could|should|would|will|must|to|are|is|am|shall)\b"
     r"|\bhow\s+(?:i|we|you)\b"
-    r"|\bwhat\s+(?:do|should|must|can|could|shall|would|to)\s+(?:i|we|you|they|one|operators?|someone)?\s*(?:do|check|try)\b"
+    r"|\bwhat\s+(?!does\b|did\b)(?:[\w']+\s+){1,5}(?:do|try|check)\b|\bwhat\s+(?:should|must|needs?\s+to)\s+be\s+done\b"
+    # "what do I change", "what should we restart": an action asked, not a word's meaning or a name
+    r"|\bwhat\s+(?:do|should|must|can|could|shall)\s+(?:i|we|you)\s+(?!(?:need\s+to\s+)?(?:know|say|mean|call|ask|tell|use|read|see|expect)\b)[a-z]+\b"
     r"|\bwhat\s+(?:now|next|do\s+i\s+do|to\s+do)\b|\bnext\s+steps?\b"
     r"|\b(?:steps?|procedure|process|sequence|instructions?|checklist|runbook|playbook)\s+(?:for|to|of|when|if|on)\b"
     r"|\bwhat(?:'s|\s+is|\s+are)?\s+(?:the|my|our)?\s*(?:steps?|procedure|process|sequence|instructions?|checklist)\b"
