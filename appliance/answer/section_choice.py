@@ -44,9 +44,9 @@ FRONT_MATTER_WEIGHT = 0.10
 # A parent takes a child's place when it scores nearly as well (within this much).
 PARENT_MARGIN = 0.05
 DOCUMENTS = 4  # documents whose sections are candidates
-WHOLE_DOCUMENT_WORDS = 400
+WHOLE_DOCUMENT_WORDS = 400  # a whole document is shown as one procedure only up to this length
 MIN_SECTION_WORDS = 40  # a section shorter than this is a fragment of its parent
-FRAGMENT_PARENT_WORDS = 500  # the most a fragment's parent may hold to be shown in its place  # a whole document is shown as one procedure only up to this length
+FRAGMENT_PARENT_WORDS = 500  # the most a fragment's parent may hold to be shown in its place
 
 # How much of a section's content an operator acts on, by layout kind (text/layout.py).
 _ACTIONABLE = {
