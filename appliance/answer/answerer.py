@@ -307,7 +307,13 @@ class Answerer:
         vector = embedder.embed_query(question)
         catalog = self.searcher.catalog
         choice = choose_section(
-            question, ranked, catalog.chunks_of_documents, embedder.embed, vector, procedure=kind == "procedure"
+            question,
+            ranked,
+            catalog.chunks_of_documents,
+            embedder.embed,
+            vector,
+            procedure=kind == "procedure",
+            whole_words=self.settings.answer.max_procedure_words,
         )
         if choice is None:
             return None

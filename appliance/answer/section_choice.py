@@ -46,7 +46,10 @@ PARENT_MARGIN = 0.05
 DOCUMENTS = 4  # documents whose sections are candidates
 WHOLE_DOCUMENT_WORDS = 400  # a whole document is shown as one procedure only up to this length
 MIN_SECTION_WORDS = 40  # a section shorter than this is a fragment of its parent
-FRAGMENT_PARENT_WORDS = 500  # the most a fragment's parent may hold to be shown in its place
+FRAGMENT_PARENT_WORDS = 500
+SPREAD = 1.5  # a parent holding this many times a part's hits has them spread over its parts
+# A part holding this share of a generic section's hits stands for it.
+FOCUS_SHARE = 0.7  # the most a fragment's parent may hold to be shown in its place
 
 # How much of a section's content an operator acts on, by layout kind (text/layout.py).
 _ACTIONABLE = {
@@ -131,10 +134,12 @@ def choose_section(
     question_vector: np.ndarray,
     *,
     procedure: bool = True,
+    whole_words: int = 1000,
 ) -> Choice | None:
     """The section to show for `question`, from the ranked `hits` (chunk, fused score), best first. For a
     question that asks a value or a fact (`procedure` False) steps count for nothing and no part climbs to
-    the procedure it belongs to."""
+    the procedure it belongs to; a part climbs only to a whole of at most `whole_words` (what can be shown
+    whole: answer.max_procedure_words)."""
     if not hits:
         return None
     masses: dict[str, float] = {}
@@ -162,10 +167,33 @@ def choose_section(
     ranked = sorted(parts or scored, key=lambda candidate: -candidate.score)
     chosen = ranked[0]
     by_heading = {(c.section.path, c.section.heading): c for c in scored}
+    chosen = _focused(chosen, by_heading)
     if procedure:
-        chosen = _whole_procedure(chosen, by_heading)
+        chosen = _whole_procedure(chosen, by_heading, whole_words)
     chosen = _not_a_fragment(chosen, by_heading)
     return Choice(chosen, ranked)
+
+
+def _children(parent: Scored, by_heading: Mapping[tuple[str, str], Scored]) -> list[Scored]:
+    return [
+        c
+        for (path, heading), c in by_heading.items()
+        if path == parent.section.path
+        and c.section.depth == parent.section.depth + 1
+        and is_within(heading, parent.section.heading)
+    ]
+
+
+def _focused(chosen: Scored, by_heading: Mapping[tuple[str, str], Scored]) -> Scored:
+    """A section whose heading names no subject of its own ("5. Procedures") stands for its parts: when the
+    hits inside it are nearly all in one part, that part is the answer."""
+    current = chosen
+    while current.section.heading and is_generic_procedure(current.section.name) and current.mass > 0:
+        best = max(_children(current, by_heading), key=lambda c: c.mass, default=None)
+        if best is None or best.mass < FOCUS_SHARE * current.mass:
+            break
+        current = best
+    return current
 
 
 def _not_a_fragment(chosen: Scored, by_heading: Mapping[tuple[str, str], Scored]) -> Scored:
@@ -224,7 +252,7 @@ def _scored(
     )
 
 
-def _whole_procedure(chosen: Scored, by_heading: Mapping[tuple[str, str], Scored]) -> Scored:
+def _whole_procedure(chosen: Scored, by_heading: Mapping[tuple[str, str], Scored], whole_words: int) -> Scored:
     """Climb from a phase of a procedure to the procedure (see the module docstring)."""
     current = chosen
     while True:
@@ -247,21 +275,22 @@ def _whole_procedure(chosen: Scored, by_heading: Mapping[tuple[str, str], Scored
             and sum(map(is_numbered_step_heading, children)) >= 0.6 * len(children)
             and not any(front_matter_share(name) >= 0.5 for name in children)
         )
-        if not _is_procedure_parent(parent, current, stepwise):
+        if not _is_procedure_parent(parent, current, stepwise, whole_words):
             return current
         current = parent
 
 
-def _is_procedure_parent(parent: Scored, child: Scored, stepwise: bool) -> bool:
+def _is_procedure_parent(parent: Scored, child: Scored, stepwise: bool, whole_words: int) -> bool:
     """Whether `parent` is one procedure of which `child` is a phase: it is mostly steps, it is not front
     matter, it scores nearly as well, and its heading names no subject of its own (6. Procedure) or its parts
     are numbered steps (1. Check…, 2. Drill down…) or the hits spread over its parts."""
     if parent.structure < 0.5 or parent.front_matter > 0 or parent.score < child.score - PARENT_MARGIN:
         return False
+    if parent.section.words > whole_words:
+        return False  # a whole that could not be shown whole is a collection of procedures, not one
     if not parent.section.heading or (
         len(heading_parts(parent.section.heading)) == 1 and parent.section.name == parent.section.title
     ):
         # The whole document: only a procedure in numbered parts, or one small enough to be about one thing.
         return stepwise or parent.section.words <= WHOLE_DOCUMENT_WORDS
-    generic = is_generic_procedure(heading_parts(parent.section.heading)[-1])
-    return generic or stepwise or parent.mass > child.mass * 1.5
+    return stepwise or parent.mass > child.mass * SPREAD

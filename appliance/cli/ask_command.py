@@ -7,6 +7,7 @@ import sys
 import click
 
 from appliance.answer.answerer import Answerer, AnswerResult, EvidenceItem
+from appliance.answer.quoted import Step
 from appliance.cli.common import current_settings, echo_json, handle_errors
 from appliance.documents.original import host_files, open_hint
 from appliance.index.filters import DOC_TYPES, Filters
@@ -26,16 +27,41 @@ def _highlighted(item: EvidenceItem) -> str:
     return " … ".join(click.style(" ".join(s.text.split()), bold=True) for s in item.sentences)
 
 
-def _print_evidence(evidence: list[EvidenceItem], refused: bool, files: dict[str, str]) -> None:
+def _print_evidence(
+    evidence: list[EvidenceItem], refused: bool, files: dict[str, str], *, sentences: bool = True
+) -> None:
     title = "Closest passages:" if refused else "Sources:"
     click.echo(click.style(title, underline=True))
     for item in evidence:
         label = f"[{item.n}]" if item.n is not None else "-"
         click.echo(f"{label} {_where(item)}")
-        if item.sentences:
+        if item.sentences and (sentences or refused):
             click.echo(f"    {_highlighted(item)}")
         if item.path in files:
             click.echo(f"    {open_hint(files[item.path], item.page)}")
+
+
+_KIND_LABELS = {
+    "procedure": "The procedure, in the document's own words (no model wrote it):",
+    "excerpt": "What the documents say, in their own words (no model wrote it):",
+}
+_SIGNALS = {"warning": "red", "caution": "yellow", "hold": "magenta", "note": "cyan"}
+
+
+def _print_steps(answer_kind: str | None, steps: list[Step]) -> None:
+    """The SOP's own items as the document lays them out: headings bold, signal words in colour, every
+    part left out said."""
+    click.echo(click.style(_KIND_LABELS.get(answer_kind or "", "From the documents:"), underline=True))
+    for step in steps:
+        indent = "  " * step.level
+        if step.kind == "heading":
+            page = f", p. {step.page}" if step.page else ""
+            click.echo(click.style(f"{indent}{step.text}", bold=True) + f"  [{step.n}{page}]")
+        elif step.kind == "omitted":
+            click.echo(click.style(f"{indent}[… {step.note}]", fg="yellow"))
+        else:
+            color = _SIGNALS.get(step.kind)
+            click.echo(click.style(step.text, fg=color, bold=color is not None) if color else step.text)
 
 
 def _print_quotes(result: AnswerResult) -> None:
@@ -53,7 +79,9 @@ def _shortened(sentence: str, limit: int = 90) -> str:
 
 
 def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -> None:
-    if not streamed:
+    if result.steps and not streamed:
+        _print_steps(result.answer_kind, result.steps)
+    elif not streamed:
         click.echo(result.answer)
     click.echo()
     if result.quotes:
@@ -63,6 +91,8 @@ def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -
         click.echo(click.style(did_you_mean_line(result.did_you_mean), fg="cyan"))
     if result.refused:
         click.echo(click.style(f"Not answered: {result.refusal_reason}", fg="yellow"))
+    elif result.steps:
+        click.echo(click.style("Shown as the document writes it: read the cited section before acting.", fg="green"))
     elif result.grounded:
         click.echo(click.style("Every statement is supported by the sentences it cites.", fg="green"))
     elif not result.verified:
@@ -134,11 +164,15 @@ def register(cli: click.Group) -> None:
     ) -> None:
         """Answer QUESTION from the indexed documents, citing them, or say plainly that they do not cover it.
 
-        The evidence (each source's best-matching sentences) is shown first, with the file and page to
-        open on this host; every sentence of the answer is then checked against the sources it cites,
-        and cited to the given source that holds it where the model cited none or the wrong one. Under
-        the answer, the sources' own lines for the sentences that reword them or leave out their exact
-        command, setting or value. When retrieval finds no evidence, no model is asked at all.
+        By default (answer.mode = quoted) the answer is the documents' own text: for "how do I…" the whole
+        procedure section the question lands in, steps in order with their warnings and hold points; for a
+        value or a fact the lines that state it; each item cited to its section and page, with the file to
+        open on this host, and every part of a long procedure left out said. No model writes it.
+
+        With answer.mode = generated the local model writes a short answer from the retrieved passages;
+        every sentence is checked against the sources it cites (and cited to the one that holds it), and
+        the sources' own lines stand under sentences that reword them. When retrieval finds no evidence,
+        no model is asked at all.
 
         Example: appliance ask "What do I check before changing a chlorine cylinder?" --stream
         """
@@ -150,18 +184,22 @@ def register(cli: click.Group) -> None:
                 return
             streamed = False
             files: dict[str, str] = {}
+            quoting = answerer.settings.answer.mode == "quoted"
             for event in answerer.events(question, k=k, filters=filters):
                 if event.kind == "evidence" and event.evidence is not None:
                     refused_now = bool(event.evidence) and event.evidence[0].n is None
                     files = host_files(answerer.searcher.catalog, [item.path for item in event.evidence])
-                    _print_evidence(event.evidence, refused_now, files)
+                    _print_evidence(event.evidence, refused_now, files, sentences=not quoting)
                     click.echo()
+                elif event.kind == "steps" and event.steps is not None:
+                    _print_steps(event.answer_kind, event.steps)
+                    streamed = True
                 elif event.kind == "token" and stream and event.text:
                     streamed = True
                     sys.stdout.write(event.text)
                     sys.stdout.flush()
                 elif event.kind == "done" and event.result is not None:
-                    if streamed:
+                    if streamed and not event.result.steps:
                         click.echo()
                     _print_result(event.result, streamed and not event.result.refused, files)
         finally:

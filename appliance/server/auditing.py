@@ -63,6 +63,7 @@ def answer_audit(state: AppState, result: AnswerResult) -> dict[str, Any]:
         "latency_ms": {stage: round(float(ms), 1) for stage, ms in result.timings_ms.items()},
         "extra": {
             "grounded": result.grounded,
+            "answer_kind": result.answer_kind,
             "citations": len(result.citations),
             "followup": result.rewrite != "none",
             "rewrite": result.rewrite,

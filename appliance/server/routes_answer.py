@@ -2,7 +2,8 @@
 
 SSE format of an ask (`stream: true`, or `Accept: text/event-stream`):
     event: evidence   data: {"evidence": [EvidenceItem, …]}     first, before the model writes
-    event: token      data: {"text": "…"}                        one per generated piece
+    event: steps      data: {"answer_kind", "steps": [Step, …]}  a quoted answer: the SOP's own items, at once
+    event: token      data: {"text": "…"}                        one per generated piece (a generated answer)
     event: done       data: AnswerResult.as_json()               last
 or, when something fails after the stream has begun:
     event: error      data: a problem object {type, title, status, detail, instance}
@@ -85,6 +86,9 @@ async def _ask_stream(
             async for event in events:
                 if event.kind == "evidence":
                     yield sse_event("evidence", {"evidence": [asdict(item) for item in event.evidence or []]})
+                elif event.kind == "steps":
+                    steps = [asdict(step) for step in event.steps or []]
+                    yield sse_event("steps", {"answer_kind": event.answer_kind, "steps": steps})
                 elif event.kind == "token":
                     yield sse_event("token", {"text": event.text or ""})
                 elif event.kind == "done" and event.result is not None:
