@@ -46,10 +46,9 @@ PARENT_MARGIN = 0.05
 DOCUMENTS = 4  # documents whose sections are candidates
 WHOLE_DOCUMENT_WORDS = 400  # a whole document is shown as one procedure only up to this length
 MIN_SECTION_WORDS = 40  # a section shorter than this is a fragment of its parent
-FRAGMENT_PARENT_WORDS = 500
+FRAGMENT_PARENT_WORDS = 500  # the most a fragment's parent may hold to be shown in its place
 SPREAD = 1.5  # a parent holding this many times a part's hits has them spread over its parts
-# A part holding this share of a generic section's hits stands for it.
-FOCUS_SHARE = 0.7  # the most a fragment's parent may hold to be shown in its place
+FOCUS_SHARE = 0.7  # a part holding this share of a generic section's hits stands for it
 
 # How much of a section's content an operator acts on, by layout kind (text/layout.py).
 _ACTIONABLE = {
