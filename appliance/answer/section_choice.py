@@ -33,6 +33,7 @@ from appliance.text.procedures import (
     intent_affinity,
     is_generic_procedure,
     is_numbered_step_heading,
+    names_a_collection,
 )
 
 # Weights of the signals (fitted on the procedure tune split, scripts/qa/procedures.jsonl; see docs).
@@ -45,7 +46,7 @@ FRONT_MATTER_WEIGHT = 0.10
 PARENT_MARGIN = 0.05
 DOCUMENTS = 4  # documents whose sections are candidates
 WHOLE_DOCUMENT_WORDS = 400  # a whole document is shown as one procedure only up to this length
-MIN_SECTION_WORDS = 40  # a section shorter than this is a fragment of its parent
+MIN_SECTION_WORDS = 30  # a section shorter than this is a fragment of its parent
 FRAGMENT_PARENT_WORDS = 500  # the most a fragment's parent may hold to be shown in its place
 SPREAD = 1.5  # a parent holding this many times a part's hits has them spread over its parts
 FOCUS_SHARE = 0.7  # a part holding this share of a generic section's hits stands for it
@@ -196,17 +197,33 @@ def _focused(chosen: Scored, by_heading: Mapping[tuple[str, str], Scored]) -> Sc
 
 
 def _not_a_fragment(chosen: Scored, by_heading: Mapping[tuple[str, str], Scored]) -> Scored:
-    """A section of a few words (a heading and one line) is shown with its parent, when that fits."""
+    """A section of a few words (a heading and one line) is shown with its parent, when that fits and is not
+    a whole document with parts to read rather than do (a runbook's Meaning and Impact)."""
     current = chosen
     while current.section.words < MIN_SECTION_WORDS:
-        parts = heading_parts(current.section.heading)
-        if not parts:
-            break
-        parent = by_heading.get((current.section.path, " › ".join(parts[:-1])))
+        parent = _parent(current, by_heading)
         if parent is None or parent.section.words > FRAGMENT_PARENT_WORDS:
+            break
+        if _is_whole_document(parent.section) and _has_front_matter_parts(parent, by_heading):
+            break
+        if names_a_collection(parent.section.name):
             break
         current = parent
     return current
+
+
+def _parent(child: Scored, by_heading: Mapping[tuple[str, str], Scored]) -> Scored | None:
+    parts = heading_parts(child.section.heading)
+    return by_heading.get((child.section.path, " › ".join(parts[:-1]))) if parts else None
+
+
+def _is_whole_document(section: Section) -> bool:
+    """The document root, or its first heading when that heading is the title (an H1 holding everything)."""
+    return not section.heading or (section.depth == 1 and section.name == section.title)
+
+
+def _has_front_matter_parts(parent: Scored, by_heading: Mapping[tuple[str, str], Scored]) -> bool:
+    return any(front_matter_share(child.section.name) >= 0.5 for child in _children(parent, by_heading))
 
 
 def _whole_document(section: Section, candidates: Sequence[Section]) -> bool:
@@ -254,42 +271,33 @@ def _scored(
 def _whole_procedure(chosen: Scored, by_heading: Mapping[tuple[str, str], Scored], whole_words: int) -> Scored:
     """Climb from a phase of a procedure to the procedure (see the module docstring)."""
     current = chosen
-    while True:
-        parts = heading_parts(current.section.heading)
-        if not parts:
-            return current
-        parent = by_heading.get((current.section.path, " › ".join(parts[:-1])))
-        if parent is None:
-            return current
-        children = [
-            c.section.name
-            for (path, heading), c in by_heading.items()
-            if path == parent.section.path
-            and c.section.depth == parent.section.depth + 1
-            and is_within(heading, parent.section.heading)
-        ]
+    while (parent := _parent(current, by_heading)) is not None:
+        names = [child.section.name for child in _children(parent, by_heading)]
+        front_matter_parts = _has_front_matter_parts(parent, by_heading)
         # Numbered like steps, none of them front matter ("1. Purpose, 2. Scope" number an SOP's sections).
         stepwise = (
-            len(children) >= 2
-            and sum(map(is_numbered_step_heading, children)) >= 0.6 * len(children)
-            and not any(front_matter_share(name) >= 0.5 for name in children)
+            len(names) >= 2 and sum(map(is_numbered_step_heading, names)) >= 0.6 * len(names) and not front_matter_parts
         )
-        if not _is_procedure_parent(parent, current, stepwise, whole_words):
-            return current
+        if not _is_procedure_parent(parent, current, stepwise, whole_words, front_matter_parts):
+            break
         current = parent
+    return current
 
 
-def _is_procedure_parent(parent: Scored, child: Scored, stepwise: bool, whole_words: int) -> bool:
+def _is_procedure_parent(
+    parent: Scored, child: Scored, stepwise: bool, whole_words: int, front_matter_parts: bool
+) -> bool:
     """Whether `parent` is one procedure of which `child` is a phase: it is mostly steps, it is not front
     matter, it scores nearly as well, and its heading names no subject of its own (6. Procedure) or its parts
     are numbered steps (1. Check…, 2. Drill down…) or the hits spread over its parts."""
     if parent.structure < 0.5 or parent.front_matter > 0 or parent.score < child.score - PARENT_MARGIN:
         return False
+    if names_a_collection(parent.section.name):
+        return False  # "4. Procedures": its parts are procedures of their own
     if parent.section.words > whole_words:
         return False  # a whole that could not be shown whole is a collection of procedures, not one
-    if not parent.section.heading or (
-        len(heading_parts(parent.section.heading)) == 1 and parent.section.name == parent.section.title
-    ):
-        # The whole document: only a procedure in numbered parts, or one small enough to be about one thing.
-        return stepwise or parent.section.words <= WHOLE_DOCUMENT_WORDS
+    if _is_whole_document(parent.section):
+        # The whole document: only a procedure in numbered parts, or one small enough to be about one thing
+        # and with no part to read rather than do (a runbook's Meaning and Impact).
+        return stepwise or (parent.section.words <= WHOLE_DOCUMENT_WORDS and not front_matter_parts)
     return stepwise or parent.mass > child.mass * SPREAD

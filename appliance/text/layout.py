@@ -27,12 +27,14 @@ _NUMBERED = re.compile(
 _BULLET = re.compile(r"[ \t]*[-*+•▪◦‣][ \t]+(?=\S)")
 _TABLE_LINE = re.compile(r"[ \t]*\|")
 # The signal words of procedures (ANSI Z535, ISO 3864, the plants' "hold point"), with or without
-# Markdown emphasis and a colon. Capitals or bold only: "Note that…" in running text is no signal.
+# Markdown emphasis and a colon: in capitals, in bold, or as a label ("Warning:"). "Note that…" in
+# running text is no signal.
 _SIGNAL = re.compile(
     r"[ \t]*(?:[-*+•]\s+|\d{1,3}[.)]\s+)?(?:\*\*|__)?\s*(?P<word>DANGER|WARNING|CAUTION|HOLD POINT|HOLD|STOP|"
     r"NOTE|IMPORTANT|ATTENTION)\b(?:\*\*|__)?\s*[:!.\-–—]"
     r"|[ \t]*(?:[-*+•]\s+|\d{1,3}[.)]\s+)?(?:\*\*|__)(?P<bold>Danger|Warning|Caution|Hold point|Note|Important)"
-    r"\b[:.!]?(?:\*\*|__)",
+    r"\b[:.!]?(?:\*\*|__)"
+    r"|[ \t]*(?:[-*+•]\s+|\d{1,3}[.)]\s+)?(?P<title>Danger|Warning|Caution|Hold point|Note|Important)\s*:",
 )
 _SIGNAL_KIND: dict[str, ItemKind] = {
     "danger": "warning",
@@ -73,7 +75,7 @@ def signal_kind(text: str) -> ItemKind | None:
     match = _SIGNAL.match(text)
     if match is None:
         return None
-    word = (match.group("word") or match.group("bold") or "").lower()
+    word = (match.group("word") or match.group("bold") or match.group("title") or "").lower()
     return _SIGNAL_KIND.get(word)
 
 

@@ -101,6 +101,11 @@ GENERIC_PROCEDURE = frozenset(
         "checklist",
     ]
 )
+# A heading in the plural of these holds several procedures side by side ("4. Procedures", "7. Operator
+# responses"), not the phases of one ("6. Procedure", "Steps").
+_COLLECTION = frozenset(
+    ["procedures", "responses", "runbooks", "playbooks", "checklists", "scenarios", "cases", "alarms"]
+)
 # Heading words a question's intent leans toward, and the question words that show the intent.
 _FIX_HEADINGS = frozenset(
     ["mitigation", "remediation", "resolution", "fix", "fixes", "workaround", "recovery", "repair", "solution"]
@@ -136,6 +141,11 @@ def is_generic_procedure(heading: str) -> bool:
     """A heading that names only that steps follow: its subject is its parent's."""
     words = heading_words(heading)
     return bool(words) and all(word in GENERIC_PROCEDURE for word in words)
+
+
+def names_a_collection(heading: str) -> bool:
+    """Whether a heading names several procedures side by side: its parts are not phases of one."""
+    return any(word in _COLLECTION for word in heading_words(heading))
 
 
 def intent_affinity(question: str, heading: str) -> float:

@@ -37,6 +37,11 @@
     refusal: $("refusal"),
     refusalReason: $("refusal-reason"),
     answer: $("answer"),
+    steps: $("steps"),
+    stepsKind: $("steps-kind"),
+    stepsList: $("steps-list"),
+    alternatives: $("alternatives"),
+    alternativesList: $("alternatives-list"),
     badge: $("badge"),
     unsupported: $("unsupported"),
     unsupportedList: $("unsupported-list"),
@@ -178,6 +183,11 @@
     show(ui.corrected, false);
     show(ui.quotes, false);
     clear(ui.quotesList);
+    show(ui.steps, false);
+    clear(ui.stepsList);
+    ui.stepsKind.textContent = "";
+    show(ui.alternatives, false);
+    clear(ui.alternativesList);
     show(ui.cited, false);
     clear(ui.citedList);
     show(ui.timings, false);
@@ -648,6 +658,71 @@
     if (event.key === "Escape") closeViewer();
   });
 
+  // ---- a quoted answer: the SOP's own items --------------------------------------------------
+
+  const STEPS_KIND = {
+    procedure: "The procedure as the document writes it: every line below is the SOP's own text, not a model's.",
+    excerpt: "What the document says, in its own words (not a model's):",
+  };
+
+  /* Each item as the document lays it out (headings, numbered steps, warnings, tables, commands), as text
+   * nodes only; each heading cites its section and opens the document there; parts left out are said. */
+  function renderSteps(kind, steps) {
+    clear(ui.stepsList);
+    const list = Array.isArray(steps) ? steps : [];
+    ui.stepsKind.textContent = STEPS_KIND[kind] || "From the documents, in their own words:";
+    list.forEach((step) => {
+      if (!step || typeof step !== "object") return;
+      const stepKind = typeof step.kind === "string" ? step.kind : "text";
+      const li = el("li", "step-" + stepKind.replace(/[^a-z]/g, ""));
+      const level = Number.isInteger(step.level) ? Math.min(step.level, 6) : 0;
+      if (level) li.classList.add("level-" + level);
+      if (step.matched) li.classList.add("step-matched");
+      if (stepKind === "heading") {
+        li.appendChild(el("span", "step-heading-text", String(step.text || "")));
+        if (Number.isInteger(step.n)) li.appendChild(citeButton(step.n));
+        const where = (Number.isInteger(step.page) ? "page " + step.page : "");
+        if (where) li.appendChild(el("span", "cited-where", where));
+        const item = sourceItems.get(step.n);
+        const opener = openButton(
+          Object.assign({}, item || {}, { page: step.page, section: step.section, path: step.path }),
+          step.chunk_id,
+          "Open the document here"
+        );
+        if (opener) li.appendChild(opener);
+      } else if (stepKind === "omitted") {
+        li.appendChild(el("span", null, "… " + String(step.note || "not shown: open the document")));
+        const item = sourceItems.get(step.n);
+        const opener = openButton(
+          Object.assign({}, item || {}, { page: step.page, section: step.section, path: step.path }),
+          step.chunk_id,
+          "Open the document"
+        );
+        if (opener) li.appendChild(opener);
+      } else {
+        appendText(li, String(step.text || ""));
+      }
+      ui.stepsList.appendChild(li);
+    });
+    show(ui.steps, list.length > 0);
+  }
+
+  function renderAlternatives(alternatives) {
+    clear(ui.alternativesList);
+    const list = Array.isArray(alternatives) ? alternatives : [];
+    list.forEach((a) => {
+      if (!a || typeof a !== "object") return;
+      const li = el("li");
+      const name = String(a.section || a.title || a.path || "").split(" › ").pop();
+      li.appendChild(el("span", null, name));
+      li.appendChild(el("span", "cited-where", String(a.path || "") + (Number.isInteger(a.page) ? ", page " + a.page : "")));
+      const opener = openButton(a, a.chunk_id, "Open");
+      if (opener) li.appendChild(opener);
+      ui.alternativesList.appendChild(li);
+    });
+    show(ui.alternatives, list.length > 0);
+  }
+
   // ---- the finished result ------------------------------------------------------------------
 
   function renderDone(result) {
@@ -662,6 +737,11 @@
         ? "Why: " + result.refusal_reason
         : "No passage supports an answer.";
       ui.evidenceHeading.textContent = "Closest passages";
+    } else if (Array.isArray(result.steps) && result.steps.length) {
+      clear(ui.answer);
+      renderSteps(result.answer_kind, result.steps);
+      renderAlternatives(result.alternatives);
+      renderBadge(result);
     } else {
       renderRichText(ui.answer, typeof result.answer === "string" ? result.answer : streamed);
       renderBadge(result);
@@ -744,7 +824,11 @@
     let text;
     const invented = Array.isArray(result.invented) ? result.invented : [];
     const contradicting = Array.isArray(result.contradicting) ? result.contradicting : [];
-    if (result.grounded) {
+    const quoted = Array.isArray(result.steps) && result.steps.length > 0;
+    if (quoted) {
+      kind = "ok";
+      text = "✓ Shown as the document writes it, each part cited. Read the cited section before acting.";
+    } else if (result.grounded) {
       kind = "ok";
       text = "✓ Every statement is supported by the cited passages.";
     } else if (result.verified && (invented.length > 0 || contradicting.length > 0)) {
@@ -778,6 +862,7 @@
   function renderTimings(result) {
     const t = result.timings_ms || {};
     const parts = [];
+    if (fmtMs(t.first_content)) parts.push("Shown after " + fmtMs(t.first_content));
     if (fmtMs(t.first_token)) parts.push("First words " + fmtMs(t.first_token));
     if (fmtMs(t.total)) parts.push("Total " + fmtMs(t.total));
     if (fmtMs(t.rewrite)) parts.push("Follow-up rewrite " + fmtMs(t.rewrite));
@@ -936,6 +1021,10 @@
         setState("streaming");
         ui.status.textContent = refusing ? "Checking the closest passages…" : "Writing the answer…";
         if (streamed) renderRichText(ui.answer, streamed);
+      } else if (name === "steps") {
+        setState("streaming");
+        renderSteps(data.answer_kind, data.steps);
+        ui.status.textContent = "Shown from the documents; finishing…";
       } else if (name === "token") {
         if (ui.main.dataset.state !== "streaming") setState("streaming");
         streamed += typeof data.text === "string" ? data.text : "";

@@ -1,0 +1,228 @@
+"""The SOP speaks (answer.mode = quoted, the default): the answer is the documents' own text.
+
+A "how do I" question gets the whole procedure section its hits land in, steps in order, every item
+the indexed text of the chunk it cites; a value question gets the line that states the value; no model
+is asked. A value no line states, or a section about a sibling of what the question names, is refused.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from appliance.answer.answerer import Answerer
+from appliance.answer.prompt import REFUSAL
+from appliance.answer.quoted import quote_answer
+from appliance.answer.section_choice import Choice, Scored
+from appliance.answer.sections import document_sections
+from appliance.cli.main import cli
+from appliance.config import Settings
+from appliance.ingest.pipeline import ingest
+from appliance.models.generation import ChatMessage, GenerationStream
+from tests.fakes import ScriptedGenerator
+
+CHANGE = """# SOP-CL-004 Chlorine Container Change
+
+## 1. Purpose
+
+To change empty 1-ton chlorine containers safely, without a release of chlorine.
+
+## 3. Safety
+
+- Two people. A container change is never done alone.
+- Lead gaskets are single use.
+
+## 6. Procedure
+
+The steps below are written for bank A.
+
+### 6.1 Prepare
+
+1. Tell the control room (ext. 2100) that a container change on bank A is starting.
+2. Record date, names and serial numbers on the container change log RWTP-F-043.
+3. Confirm that the leak detector AIT-452 reads below 0.5 ppm and fan EF-401 runs.
+
+### 6.2 Isolate the empty bank
+
+1. Close the bank header isolation valve VLV-4501-A.
+2. Close the gas valve of CYL-1 with the container valve wrench, clockwise until it seats.
+3. Wait until the regulator gauge VR-451 reads zero, normally within 5 minutes.
+
+### 6.3 Connect and start up
+
+1. Place a new lead gasket RW-GSK-0410 on the regulator inlet.
+2. Open the gas valve a quarter turn and test every joint with ammonia vapour.
+
+**WARNING:** never open a container valve more than one full turn.
+
+3. Open VLV-4501-A slowly and tell the control room the change is complete.
+
+## 9. Records
+
+Keep the change log RWTP-F-043 for 5 years.
+"""
+
+PUMPS = """# SOP-PMP-002 Pump Station PS-2 Hillcrest
+
+## 1. Scope
+
+Booster station PS-2 feeds the Hillcrest zone. Station PS-3 Oakridge has its own SOP.
+
+## 4. Setpoints
+
+| Pump | Start level | Stop level |
+| --- | --- | --- |
+| P-201 | 12.0 ft | 18.5 ft |
+| P-202 | 10.5 ft | 18.0 ft |
+
+The standby pump P-203 starts on the low suction alarm ALM-PS2-SUCT-LO.
+
+## 5. Pump failover
+
+1. Acknowledge ALM-PS2-PUMP-FAIL on the HMI.
+2. Confirm that P-203 started within 30 seconds.
+3. Call the Distribution Supervisor (ext. 2120).
+"""
+
+
+class ExplodingGenerator(ScriptedGenerator):
+    def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
+        raise AssertionError("a quoted answer never asks the model")
+
+
+@pytest.fixture
+def indexed(settings: Settings, tmp_path: Path) -> Settings:
+    root = tmp_path / "plant"
+    root.mkdir()
+    (root / "SOP-CL-004.md").write_text(CHANGE)
+    (root / "SOP-PMP-002.md").write_text(PUMPS)
+    ingest(settings, [root])
+    return settings
+
+
+def quoted(settings: Settings) -> Answerer:
+    assert settings.answer.mode == "quoted", "quoted answers are the default"
+    return Answerer(settings, generator=ExplodingGenerator(""))  # type: ignore[arg-type]
+
+
+def test_a_how_do_i_question_gets_the_whole_procedure_in_order_verbatim(indexed: Settings) -> None:
+    result = quoted(indexed).ask("How do I change a chlorine container?")
+    assert not result.refused and result.answer_kind == "procedure" and result.model is None
+    assert [s.section for s in result.sections] == ["SOP-CL-004 Chlorine Container Change › 6. Procedure"]
+    steps = [step.text for step in result.steps if step.kind not in ("heading", "text")]
+    assert steps == [
+        "1. Tell the control room (ext. 2100) that a container change on bank A is starting.",
+        "2. Record date, names and serial numbers on the container change log RWTP-F-043.",
+        "3. Confirm that the leak detector AIT-452 reads below 0.5 ppm and fan EF-401 runs.",
+        "1. Close the bank header isolation valve VLV-4501-A.",
+        "2. Close the gas valve of CYL-1 with the container valve wrench, clockwise until it seats.",
+        "3. Wait until the regulator gauge VR-451 reads zero, normally within 5 minutes.",
+        "1. Place a new lead gasket RW-GSK-0410 on the regulator inlet.",
+        "2. Open the gas valve a quarter turn and test every joint with ammonia vapour.",
+        "**WARNING:** never open a container valve more than one full turn.",
+        "3. Open VLV-4501-A slowly and tell the control room the change is complete.",
+    ]
+    assert [s.kind for s in result.steps if "WARNING" in s.text] == ["warning"]
+    assert not any("Purpose" in step.section or "Records" in step.section for step in result.steps)
+
+
+def test_every_shown_step_is_the_text_of_the_chunk_it_cites(indexed: Settings) -> None:
+    answerer = quoted(indexed)
+    result = answerer.ask("How do I change a chlorine container?")
+    chunks = answerer.searcher.catalog.chunks_by_ids([step.chunk_id for step in result.steps])
+    for step in result.steps:
+        chunk = chunks[step.chunk_id]
+        assert (step.path, step.section, step.page) == (chunk.path, chunk.section, chunk.page)
+        if step.kind != "heading":
+            assert step.text.split("\n")[0] in chunk.text
+    assert result.grounded and result.verified and not result.unsupported
+    assert [c.n for c in result.citations] == [1] and result.citations[0].path == "plant/SOP-CL-004.md"
+
+
+def test_the_steps_come_before_the_result_and_no_token_is_generated(indexed: Settings) -> None:
+    events = list(quoted(indexed).events("How do I change a chlorine container?"))
+    assert [event.kind for event in events] == ["evidence", "steps", "done"]
+    assert events[1].answer_kind == "procedure" and events[1].steps == events[2].result.steps  # type: ignore[union-attr]
+    timings = events[2].result.timings_ms  # type: ignore[union-attr]
+    assert {"retrieve", "sections", "first_content", "total"} <= set(timings) and "first_token" not in timings
+
+
+def test_a_value_question_gets_the_line_that_states_it_with_its_heading(indexed: Settings) -> None:
+    result = quoted(indexed).ask("What is the start level of pump P-202 at PS-2?")
+    assert not result.refused and result.answer_kind == "excerpt"
+    shown = [step.text for step in result.steps]
+    assert shown[0] == "4. Setpoints" and result.steps[0].kind == "heading"
+    row = next(text for text in shown if "P-202" in text)
+    assert row.splitlines() == [
+        "| Pump | Start level | Stop level |",
+        "| --- | --- | --- |",
+        "| P-202 | 10.5 ft | 18.0 ft |",
+    ]
+    assert sum(len(text.split()) for text in shown) <= indexed.answer.excerpt_words + 10
+
+
+def test_a_section_about_a_sibling_of_what_the_question_names_is_refused(indexed: Settings) -> None:
+    result = quoted(indexed).ask("What are the start and stop levels of the PS-3 pumps?")
+    assert result.refused and result.answer == REFUSAL and result.answer_kind == "refusal"
+    assert "PS-3" in (result.refusal_reason or "") and "PS-2" in (result.refusal_reason or "")
+    assert result.evidence and all(item.n is None for item in result.evidence)
+
+
+def test_a_procedure_longer_than_the_limit_shows_the_matched_parts_and_says_what_it_left_out(
+    indexed: Settings,
+) -> None:
+    answerer = quoted(indexed)
+    catalog = answerer.searcher.catalog
+    chunks = catalog.chunks_of_documents(["plant/SOP-CL-004.md"])["plant/SOP-CL-004.md"]
+    procedure = document_sections(chunks)["SOP-CL-004 Chlorine Container Change › 6. Procedure"]
+    matched = [c for c in procedure.chunks if "VLV-4501-A." in c.text]
+    choice = Choice(Scored(procedure, 0.5, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, (matched[0].chunk_id,)))
+    result = quote_answer(
+        "How do I isolate the empty bank?",
+        "procedure",
+        choice,
+        [(matched[0], 1.0)],
+        chunks_of=catalog.chunks_of_documents,
+        embed_texts=answerer.searcher.embedder.embed,
+        question_vector=answerer.searcher.embedder.embed_query("How do I isolate the empty bank?"),
+        max_words=40,
+        excerpt_words=70,
+    )
+    omitted = [step for step in result.steps if step.kind == "omitted"]
+    assert omitted and all(step.text == "" and "not shown" in (step.note or "") for step in omitted)
+    assert any((step.note or "").startswith("steps 1–3 not shown") for step in omitted)
+    headings = [step.text for step in result.steps if step.kind == "heading"]
+    assert headings == ["6. Procedure", "6.1 Prepare", "6.2 Isolate the empty bank", "6.3 Connect and start up"]
+    assert "1. Close the bank header isolation valve VLV-4501-A." in [step.text for step in result.steps]
+    assert sum(len(step.text.split()) for step in result.steps if step.kind != "heading") <= 40
+    assert "[… steps 1–3 not shown" in result.text()
+
+
+def test_the_generated_answer_stays_available_as_a_setting(indexed: Settings) -> None:
+    generated = indexed.model_copy(update={"answer": indexed.answer.model_copy(update={"mode": "generated"})})
+    generator = ScriptedGenerator("Close VLV-4501-A first [1].")
+    result = Answerer(generated, generator=generator).ask("What do I close first in a chlorine container change?")  # type: ignore[arg-type]
+    assert result.answer_kind == "generated" and result.steps == [] and result.model == "scripted"
+    assert "VLV-4501-A" in result.answer
+
+
+def test_ask_json_carries_the_kind_the_steps_and_the_sections(indexed: Settings, cli_env: dict[str, str]) -> None:
+    out = CliRunner().invoke(cli, ["ask", "How do I change a chlorine container?", "--json"], env=cli_env)
+    assert out.exit_code == 0, out.output
+    data = json.loads(out.output)
+    assert data["answer_kind"] == "procedure" and data["refused"] is False
+    assert {"text", "section", "page", "chunk_id", "kind", "n"} <= set(data["steps"][0])
+    assert data["sections"][0]["path"] == "plant/SOP-CL-004.md" and data["sections"][0]["words"] > 0
+    assert "1. Close the bank header isolation valve VLV-4501-A." in data["answer"]
+    assert isinstance(data["alternatives"], list)
+
+
+def test_ask_prints_the_procedure_as_the_document_writes_it(indexed: Settings, cli_env: dict[str, str]) -> None:
+    out = CliRunner().invoke(cli, ["ask", "How do I change a chlorine container?"], env=cli_env)
+    assert out.exit_code == 0, out.output
+    assert "The procedure, in the document's own words (no model wrote it):" in out.output
+    assert "1. Close the bank header isolation valve VLV-4501-A." in out.output
+    assert "no model asked" in out.output
