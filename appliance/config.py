@@ -305,8 +305,11 @@ class GeneratorSettings(Section):
         return self
 
 
+AnswerMode = Literal["quoted", "generated"]
+
+
 class AnswerSettings(Section):
-    mode: Literal["quoted", "generated"] = Field(
+    mode: AnswerMode = Field(
         "quoted",
         description="quoted: the answer is the SOP's own text, the section the question lands in shown whole and "
         "cited item by item (a procedure's steps in order, a value's line); no model writes it. generated: the "

@@ -11,6 +11,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from appliance.config import Settings
 from appliance.errors import GeneratorBusy, GeneratorError
 from appliance.models.generation import ChatMessage, GenerationStats, GenerationStream
 from appliance.models.generation.base import StatsBox
@@ -90,3 +91,9 @@ class ScriptedGenerator:
 
     def system_info(self) -> dict[str, Any]:
         return {"backend": "scripted"}
+
+
+def generated(settings: Settings) -> Settings:
+    """The settings with answer.mode = generated: for tests of what the model's own answer goes through
+    (quoted answers, the default, never ask the model)."""
+    return settings.model_copy(update={"answer": settings.answer.model_copy(update={"mode": "generated"})})

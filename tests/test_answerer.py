@@ -1,4 +1,5 @@
-"""Asking: refusal without the LLM, evidence first, citations checked, the `ask --json` contract."""
+"""Asking with the model (answer.mode = generated): refusal without the LLM, evidence first, citations
+checked, the `ask --json` contract. The default quoted answers are tested in test_quoted_answers.py."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from appliance.cli.main import cli
 from appliance.config import GeneratorSettings, Settings
 from appliance.ingest.pipeline import ingest
 from appliance.models.generation import ChatMessage, GenerationStream
-from tests.fakes import ScriptedGenerator
+from tests.fakes import ScriptedGenerator, generated
 
 SOP = """# Chlorine cylinder change
 
@@ -28,6 +29,18 @@ Replace the lead gasket RW-GSK-0410 at every connection; a gasket is never reuse
 
 Apply ammonia vapour to the joint. A white cloud means a leak: evacuate and call extension 2100.
 """
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The conftest's settings, answering with the model."""
+    return generated(settings)
+
+
+@pytest.fixture
+def cli_env(cli_env: dict[str, str], monkeypatch: pytest.MonkeyPatch) -> dict[str, str]:
+    monkeypatch.setenv("APPLIANCE_ANSWER_MODE", "generated")
+    return {**cli_env, "APPLIANCE_ANSWER_MODE": "generated"}
 
 
 class ExplodingGenerator(ScriptedGenerator):

@@ -2,7 +2,8 @@
 
 Real components throughout (SQLite catalog, Chroma, the real embedder from the test model store);
 only the LLM is a scripted fake, so answers are known and fast. The corpus is indexed once per
-module and each test works on its own copy of that home.
+module and each test works on its own copy of that home. The answers here are the model's
+(answer.mode = generated): the default quoted answers over HTTP are in test_quoted_answers.py.
 """
 
 from __future__ import annotations
@@ -27,7 +28,7 @@ from fastapi.testclient import TestClient
 from appliance.answer.answerer import Answerer
 from appliance.answer.prompt import REFUSAL
 from appliance.cli.main import cli
-from appliance.config import GeneratorSettings, IndexSettings, Settings
+from appliance.config import AnswerSettings, GeneratorSettings, IndexSettings, Settings
 from appliance.errors import GeneratorError
 from appliance.index.filters import NO_FILTERS
 from appliance.index.index import Index
@@ -119,7 +120,10 @@ def api_settings(corpus_home: Path, models_dir: Path, tmp_path: Path) -> Setting
     home = tmp_path / "home"
     shutil.copytree(corpus_home, home)
     return Settings(
-        home=home, models_dir=models_dir, generator=GeneratorSettings.model_validate({"model": "smollm2-135m-instruct"})
+        home=home,
+        models_dir=models_dir,
+        generator=GeneratorSettings.model_validate({"model": "smollm2-135m-instruct"}),
+        answer=AnswerSettings(mode="generated"),
     )
 
 

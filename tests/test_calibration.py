@@ -163,7 +163,7 @@ def _unsupported_of_reworded(settings: Settings) -> list[str]:
     settings.support.semantic_threshold = 0.0  # any cosine supports: whether similarity is consulted shows
     answerer = Answerer(settings, generator=ScriptedGenerator(REWORDED))  # type: ignore[arg-type]
     try:
-        result = answerer.ask("close the cylinder valve before disconnecting the regulator")
+        result = answerer.ask("close the cylinder valve before disconnecting the regulator", mode="generated")
     finally:
         answerer.close()
     assert not result.refused, result.refusal_reason

@@ -1,6 +1,7 @@
 """Concurrency against a real `appliance serve` on 127.0.0.1: 32 clients search, ask questions the
-documents cannot answer (refused without the model) and ask questions that generate (SmolLM2 here, the
-installed Qwen under `make reliability`), while an admin edits two documents, deletes one and reindexes
+documents cannot answer (refused without the model), ask for the documents' own text (quoted answers, the
+default, no model) and ask questions that generate (mode generated: SmolLM2 here, the installed Qwen under
+`make reliability`), while an admin edits two documents, deletes one and reindexes
 through POST /v1/reindex. No 5xx but the generation queue's documented 503, no hit on the deleted
 document once its removal has answered, and p50/p95 per kind of request
 (scripts/reliability/concurrency.py).
@@ -39,6 +40,7 @@ def test_32_clients_while_a_reindex_edits_and_deletes(server: Server) -> None:
     statuses = report.statuses()
     assert statuses["ask generated"].get(200, 0) >= 1, "at least one real generation under load"
     assert statuses["ask refused"].get(200, 0) >= 1 and statuses["search"].get(200, 0) >= 1
+    assert set(statuses["ask quoted"]) == {200}, "quoted answers never wait for the model's queue"
     assert set(statuses["ask generated"]) <= {200, 503} and report.busy == statuses["ask generated"].get(503, 0)
     assert (report.reindex["updated"], report.reindex["removed"], report.reindex["failed"]) == (2, 1, [])
     assert report.victim_found_before > 0, "the deleted document was findable before (the check can fail)"

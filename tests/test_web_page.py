@@ -29,12 +29,12 @@ import pytest
 import uvicorn
 
 from appliance.answer.answerer import Answerer
-from appliance.config import Settings
+from appliance.config import GeneratorSettings, Settings
 from appliance.ingest.pipeline import ingest
 from appliance.models.generation import ChatMessage, GenerationStats, GenerationStream
 from appliance.models.generation.base import StatsBox
 from appliance.server.app import create_app
-from tests.fakes import cut_at_max_tokens
+from tests.fakes import cut_at_max_tokens, generated
 
 CHROMIUM = "/usr/bin/chromium" if Path("/usr/bin/chromium").exists() else shutil.which("chromium")
 CHROMIUM_ARGS = [
@@ -140,6 +140,12 @@ def _free_port() -> int:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
         sock.bind(("127.0.0.1", 0))
         return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def settings(settings: Settings) -> Settings:
+    """The conftest's settings, answering with the (scripted) model; quoted answers have their own test below."""
+    return generated(settings)
 
 
 @pytest.fixture
@@ -565,5 +571,81 @@ def test_open_the_cited_pdf_and_markdown_sops_and_ask_a_follow_up(
     # Chromium's own PDF viewer loads its files from chrome:// and its extension: the browser's, not the network.
     internal = ("blob:http://127.0.0.1:", "chrome://resources/", f"chrome-extension://{PDF_VIEWER_EXTENSION}/")
     foreign = [url for url in requests if urlsplit(url).hostname != "127.0.0.1" and not url.startswith(internal)]
+    assert not foreign, f"requests to other hosts: {foreign}"
+    assert not console_errors, f"console errors: {console_errors}"
+
+
+@pytest.fixture
+def quoted_server(home: Path, models_dir: Path) -> Iterator[tuple[str, str]]:
+    """The demo corpus served with the default settings: answers are the documents' own text."""
+    from appliance.server.auth import TokenStore
+
+    generator = GeneratorSettings.model_validate({"model": "smollm2-135m-instruct"})  # in the test model store
+    settings = Settings(home=home, models_dir=models_dir, generator=generator)
+    assert settings.answer.mode == "quoted"
+    ingest(settings, [DEMO_CORPUS])
+    with TokenStore(settings.tokens_path) as store:
+        _, secret = store.create("operator", name="shift-c")
+    with _serving(create_app(settings), "uvicorn-quoted-page-test") as base:
+        yield base, secret
+
+
+@pytest.mark.slow
+def test_a_procedure_is_shown_as_the_sop_writes_it_and_opens_at_its_section(quoted_server: tuple[str, str]) -> None:
+    server, token = quoted_server
+    ARTIFACTS.mkdir(exist_ok=True)
+    requests: list[str] = []
+    console_errors: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context.on("request", lambda request: requests.append(request.url))
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
+            page.on("pageerror", lambda exc: console_errors.append(f"uncaught: {exc}"))
+            expect = sync_api.expect
+            page.goto(server + "/")
+            page.locator("#token-box summary").click()
+            page.get_by_label("Access token", exact=True).fill(token)
+            page.get_by_role("button", name="Save").click()
+            question = page.get_by_label("Question", exact=True)
+            question.fill("How do I change a chlorine ton container?")
+            question.press("Enter")
+            expect(page.locator("main")).to_have_attribute("data-state", "done", timeout=60_000)
+            expect(page.locator("#result")).to_have_attribute("data-outcome", "answer")
+
+            steps = page.locator("#steps")
+            expect(steps).to_be_visible()
+            expect(page.locator("#steps-kind")).to_contain_text("every line below is the SOP's own text")
+            headings = page.locator("#steps-list > li.step-heading")
+            expect(headings.first).to_contain_text("6. Procedure")
+            expect(headings.filter(has_text="6.5 Connect and start up")).to_have_count(1)
+            items = page.locator("#steps-list > li")
+            texts = [text.strip() for text in items.all_inner_texts()]
+            first = next(i for i, t in enumerate(texts) if t.startswith("1. Tell the control room"))
+            last = next(i for i, t in enumerate(texts) if t.startswith("3. Tell the Shift Supervisor"))
+            isolate = next(i for i, t in enumerate(texts) if "Close the bank header isolation valve" in t)
+            assert first < isolate < last, "the steps are shown in the document's order"
+            expect(page.locator("#answer")).to_be_empty()  # nothing paraphrased above the steps
+            expect(page.locator("#badge")).to_contain_text("Shown as the document writes it")
+            expect(page.locator("#timings")).to_contain_text("No model asked")
+            expect(page.locator("#alternatives-list > li").first).to_be_visible()
+            page.screenshot(path=str(ARTIFACTS / "web-page-quoted-procedure.png"), full_page=True)
+
+            opener = headings.filter(has_text="6.2 Isolate the empty bank").get_by_role(
+                "button", name="Open the document here"
+            )
+            opener.focus()
+            page.keyboard.press("Enter")  # keyboard reachable
+            viewer = page.locator("#viewer")
+            expect(viewer).to_have_attribute("data-state", "open")
+            expect(viewer.locator("h3", has_text="6.2 Isolate the empty bank")).to_be_visible()
+            page.keyboard.press("Escape")
+            expect(viewer).to_be_hidden()
+        finally:
+            browser.close()
+    foreign = [url for url in requests if urlsplit(url).hostname != "127.0.0.1"]
     assert not foreign, f"requests to other hosts: {foreign}"
     assert not console_errors, f"console errors: {console_errors}"

@@ -153,6 +153,8 @@ def test_the_installed_appliance_contacts_nothing_but_loopback(
     assert life.steps["ingest"]["added"] == 3 and not life.steps["ingest"]["failed"]
     assert life.search_hits > 0
     assert life.refusal["refused"] is True
+    assert life.quoted["refused"] is False and life.quoted["answer_kind"] == "excerpt" and life.quoted["model"] is None
+    assert any("Never reuse a gasket" in step["text"] for step in life.quoted["steps"])
     answer = life.answer
     assert answer["refused"] is False and answer["model"] == "qwen2.5-coder-1.5b-instruct"
     assert answer["generation"]["completion_tokens"] > 0 and answer["answer"].strip()

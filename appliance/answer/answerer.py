@@ -21,7 +21,7 @@ from appliance.answer.quotes import Quote
 from appliance.answer.section_choice import choose_section
 from appliance.answer.sections import Section
 from appliance.answer.verdict import judge_answer
-from appliance.config import Settings
+from appliance.config import AnswerMode, Settings
 from appliance.index.filters import NO_FILTERS, Filters
 from appliance.index.records import ChunkRecord, ChunkRow
 from appliance.models.calibration import support_calibrated
@@ -181,9 +181,15 @@ class Answerer:
             self._generator.close()
 
     def ask(
-        self, question: str, *, k: int | None = None, filters: Filters = NO_FILTERS, history: Sequence[Turn] = ()
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        filters: Filters = NO_FILTERS,
+        history: Sequence[Turn] = (),
+        mode: AnswerMode | None = None,
     ) -> AnswerResult:
-        for event in self.events(question, k=k, filters=filters, history=history):
+        for event in self.events(question, k=k, filters=filters, history=history, mode=mode):
             if event.kind == "done" and event.result is not None:
                 return event.result
         raise RuntimeError("the answer stream ended without a result")  # pragma: no cover
@@ -207,15 +213,23 @@ class Answerer:
         return evidence.sufficient, evidence.probability
 
     def events(
-        self, question: str, *, k: int | None = None, filters: Filters = NO_FILTERS, history: Sequence[Turn] = ()
+        self,
+        question: str,
+        *,
+        k: int | None = None,
+        filters: Filters = NO_FILTERS,
+        history: Sequence[Turn] = (),
+        mode: AnswerMode | None = None,
     ) -> Iterator[AnswerEvent]:
         """The answer's events. With `history` (earlier turns) the question is made standalone first; the
-        earlier answers are never given to the model as sources, only the retrieved passages are."""
+        earlier answers are never given to the model as sources, only the retrieved passages are. `mode`
+        overrides the setting answer.mode for this question (quoted: the documents' own text; generated:
+        the model's answer)."""
         started = time.perf_counter()
         standalone = self.standalone(question, history)
         asked, question = question, standalone.question
         max_sources = k or self.settings.answer.max_sources
-        quoting = self.settings.answer.mode == "quoted"
+        quoting = (mode or self.settings.answer.mode) == "quoted"
         wanted = max(max_sources, REFUSAL_CLOSEST, self.settings.answer.section_hits if quoting else 0)
         quoted: Quoted | None = None
         section_ms = 0.0

@@ -9,6 +9,7 @@ import click
 from appliance.answer.answerer import Answerer, AnswerResult, EvidenceItem
 from appliance.answer.quoted import Step
 from appliance.cli.common import current_settings, echo_json, handle_errors
+from appliance.config import AnswerMode
 from appliance.documents.original import host_files, open_hint
 from appliance.index.filters import DOC_TYPES, Filters
 from appliance.retrieve.spelling import did_you_mean_line
@@ -155,12 +156,24 @@ def register(cli: click.Group) -> None:
         "(answer.window_chunks) [default: answer.max_sources].",
     )
     @click.option("--stream", is_flag=True, help="Print the answer as it is generated.")
+    @click.option(
+        "--mode",
+        type=click.Choice(["quoted", "generated"]),
+        default=None,
+        help="quoted: the documents' own text, no model; generated: the local model's answer [default: answer.mode].",
+    )
     @click.option("--path", "path_prefix", default=None, help="Only documents whose path starts with this.")
     @click.option("--type", "doc_types", multiple=True, type=click.Choice(DOC_TYPES), help="Only these document types.")
     @click.option("--json", "as_json", is_flag=True, help="Print one JSON object (no streaming).")
     @handle_errors
     def ask_command(
-        question: str, k: int | None, stream: bool, path_prefix: str | None, doc_types: tuple[str, ...], as_json: bool
+        question: str,
+        k: int | None,
+        stream: bool,
+        mode: AnswerMode | None,
+        path_prefix: str | None,
+        doc_types: tuple[str, ...],
+        as_json: bool,
     ) -> None:
         """Answer QUESTION from the indexed documents, citing them, or say plainly that they do not cover it.
 
@@ -174,18 +187,19 @@ def register(cli: click.Group) -> None:
         the sources' own lines stand under sentences that reword them. When retrieval finds no evidence,
         no model is asked at all.
 
-        Example: appliance ask "What do I check before changing a chlorine cylinder?" --stream
+        Examples: appliance ask "How do I change a chlorine ton container?"
+                  appliance ask "What do I check before changing a chlorine cylinder?" --mode generated --stream
         """
         answerer = Answerer(current_settings())
         filters = Filters(path_prefix=path_prefix, doc_types=doc_types)
         try:
             if as_json:
-                echo_json(answerer.ask(question, k=k, filters=filters).as_json())
+                echo_json(answerer.ask(question, k=k, filters=filters, mode=mode).as_json())
                 return
             streamed = False
             files: dict[str, str] = {}
-            quoting = answerer.settings.answer.mode == "quoted"
-            for event in answerer.events(question, k=k, filters=filters):
+            quoting = (mode or answerer.settings.answer.mode) == "quoted"
+            for event in answerer.events(question, k=k, filters=filters, mode=mode):
                 if event.kind == "evidence" and event.evidence is not None:
                     refused_now = bool(event.evidence) and event.evidence[0].n is None
                     files = host_files(answerer.searcher.catalog, [item.path for item in event.evidence])

@@ -22,6 +22,7 @@ import anyio.lowlevel
 
 from appliance.answer.answerer import Answerer, AnswerEvent
 from appliance.answer.followup import Turn
+from appliance.config import AnswerMode
 from appliance.errors import GeneratorBusy
 from appliance.index.filters import Filters
 from appliance.models.generation import ChatMessage, GenerationStats, GenerationStream, Generator
@@ -112,6 +113,7 @@ async def answer_events(
     filters: Filters,
     timeout_s: float | None = None,
     history: Sequence[Turn] = (),
+    mode: AnswerMode | None = None,
 ) -> AsyncGenerator[AnswerEvent, None]:
     """The events of one answer, produced in a thread; AnswerTimeout past `timeout_s`.
 
@@ -142,7 +144,7 @@ async def answer_events(
     def produce() -> None:
         iterator: Iterator[AnswerEvent] | None = None
         try:
-            iterator = view.events(question, k=k, filters=filters, history=history)
+            iterator = view.events(question, k=k, filters=filters, history=history, mode=mode)
             with state.retrieval_lock:  # retrieval and prompt building happen before the first event
                 event = next(iterator, _END)
             while event is not _END:

@@ -123,6 +123,7 @@ async def ask(body: AskRequest, request: Request, principal: CanAsk) -> Response
         filters=make_filters(body.path_prefix, body.types),
         timeout_s=state.settings.server.request_timeout_s,
         history=history_turns(body.history, limit),
+        mode=body.mode,
     )
     if body.stream or wants_event_stream(request.headers.get("accept")):
         return EventStreamResponse(_ask_stream(state, request, events))

@@ -39,6 +39,11 @@ class AskRequest(_Strict):
         description="Most retrieved passages given as sources, each with its window [answer.max_sources].",
     )
     stream: bool = Field(False, description="Answer as Server-Sent Events (also with Accept: text/event-stream).")
+    mode: Literal["quoted", "generated"] | None = Field(
+        None,
+        description="quoted: the documents' own text (the procedure's steps, a value's line), no model; generated: "
+        "the local model's short answer, checked [answer.mode].",
+    )
     path_prefix: str | None = Field(None, max_length=1024, description="Only documents whose path starts with this.")
     types: list[DocType] | None = Field(None, max_length=5, description="Only these document types.")
     history: list[HistoryTurn] = Field(

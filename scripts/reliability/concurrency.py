@@ -228,10 +228,14 @@ def run_load(
                 elif roll < 0.55:
                     kind, route = "search", "/v1/search"
                     body = {"query": rng.choice(SEARCHES), "mode": rng.choice(["lexical", "dense", "hybrid"])}
-                elif roll < 0.8:
+                elif roll < 0.75:
                     kind, route, body = "ask refused", "/v1/ask", {"question": rng.choice(REFUSED)}
+                elif roll < 0.88:
+                    # The default answer: the documents' own text, no model.
+                    kind, route, body = "ask quoted", "/v1/ask", {"question": rng.choice(ANSWERABLE)}
                 else:
-                    kind, route, body = "ask generated", "/v1/ask", {"question": rng.choice(ANSWERABLE)}
+                    body = {"question": rng.choice(ANSWERABLE), "mode": "generated"}
+                    kind, route = "ask generated", "/v1/ask"
                 started = time.monotonic()
                 try:
                     response = http.post(route, json=body)
@@ -248,6 +252,9 @@ def run_load(
                     elif kind == "ask refused" and not data["refused"]:
                         with lock:
                             report.errors.append(f"{body['question']!r} was answered instead of refused")
+                    elif kind == "ask quoted" and not data["refused"] and not data["steps"]:
+                        with lock:
+                            report.errors.append(f"{body['question']!r}: a quoted answer without steps")
                     elif not data["refused"]:
                         with lock:
                             report.answers.append(data["answer"])

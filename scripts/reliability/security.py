@@ -85,7 +85,7 @@ class SecurityReport:
     findings: list[str] = field(default_factory=list)
     traversal_probes: int = 0
     responses_checked: int = 0
-    answers: list[str] = field(default_factory=list)  # what the model said: no log may hold it
+    answers: list[str] = field(default_factory=list)  # the answers given: no log may hold them
 
     @property
     def failures(self) -> list[Cell]:

@@ -64,7 +64,8 @@ ONNX_RUNTIME_APPLIANCE = (
 class Lifecycle:
     report: NetReport
     steps: dict[str, Any] = field(default_factory=dict)
-    answer: dict[str, Any] = field(default_factory=dict)
+    answer: dict[str, Any] = field(default_factory=dict)  # the model's (mode generated)
+    quoted: dict[str, Any] = field(default_factory=dict)  # the documents' own text (the default)
     refusal: dict[str, Any] = field(default_factory=dict)
     search_hits: int = 0
     requests: int = 0
@@ -130,7 +131,11 @@ def run_lifecycle(
             result.requests += 1
             assert refusal.status_code == 200, refusal.text
             result.refusal = refusal.json()
-            answer = client.post("/v1/ask", json={"question": QUESTION})
+            quoted = client.post("/v1/ask", json={"question": QUESTION})
+            result.requests += 1
+            assert quoted.status_code == 200, quoted.text
+            result.quoted = quoted.json()
+            answer = client.post("/v1/ask", json={"question": QUESTION, "mode": "generated"})
             result.requests += 1
             assert answer.status_code == 200, answer.text
             result.answer = answer.json()

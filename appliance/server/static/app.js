@@ -281,6 +281,22 @@
     if (pos < text.length) appendText(target, text.slice(pos));
   }
 
+  // The SOP's own emphasis and inline code, shown as such; brackets stay text (a source is not cited inside).
+  const EMPHASIS = /(`[^`\n]+`)|(\*\*[^*\n]+\*\*)/g;
+
+  function appendInline(target, text) {
+    EMPHASIS.lastIndex = 0;
+    let pos = 0;
+    let m;
+    while ((m = EMPHASIS.exec(text)) !== null) {
+      if (m.index > pos) appendText(target, text.slice(pos, m.index));
+      if (m[1]) target.appendChild(el("code", null, m[1].slice(1, -1)));
+      else target.appendChild(el("strong", null, m[2].slice(2, -2)));
+      pos = m.index + m[0].length;
+    }
+    if (pos < text.length) appendText(target, text.slice(pos));
+  }
+
   // ---- evidence -----------------------------------------------------------------------------
 
   /* Passage text with its matching sentences in <mark>. The server's offsets count code points
@@ -689,7 +705,10 @@
           step.chunk_id,
           "Open the document here"
         );
-        if (opener) li.appendChild(opener);
+        if (opener) {
+          opener.classList.add("small");
+          li.appendChild(opener);
+        }
       } else if (stepKind === "omitted") {
         li.appendChild(el("span", null, "… " + String(step.note || "not shown: open the document")));
         const item = sourceItems.get(step.n);
@@ -699,8 +718,11 @@
           "Open the document"
         );
         if (opener) li.appendChild(opener);
+      } else if (stepKind === "table" || stepKind === "code") {
+        appendText(li, String(step.text || "")); // rows and lines as the document has them
       } else {
-        appendText(li, String(step.text || ""));
+        // A step's words as written; the source's line breaks are only where its page wrapped them.
+        appendInline(li, String(step.text || "").replace(/[ \t]*\n[ \t]*/g, " "));
       }
       ui.stepsList.appendChild(li);
     });
