@@ -15,8 +15,13 @@ first token and total time (medians), on this machine.
 its text and the sources' lines quoted under it. Phrases match case-insensitively, whitespace collapsed,
 Markdown emphasis (* and `) ignored on both sides.
 
+With --perturb (quoted design only), every question is also asked in each operator-style variant of
+appliance/evaluate/perturb.py (one typo, a synonym, the alert pasted from a pager, a wildcard, lower and
+upper case, an added p99 or 5xx, a narrative lead-in): a flip is a variant refused where the question was
+answered or the reverse; for answers that stand on both, a moved answer is one that shows another section.
+
 Usage: python scripts/bench_sop.py [--sets procedures,heldout,sampled,demo] [--split heldout] [--generated]
-       [--ids pq-001,...] [--limit N] [--json OUT]
+       [--perturb] [--ids pq-001,...] [--limit N] [--json OUT]
 --generated also asks the local model (slow: 20-90 s an answer on 2 cores); without it only the quoted
 design runs. Settings: defaults and APPLIANCE_<SECTION>_<FIELD> variables, as for the CLI.
 """
@@ -178,6 +183,7 @@ def main() -> int:
     parser.add_argument("--sets", default="procedures,heldout,sampled,demo")
     parser.add_argument("--split", choices=["heldout", "tune", "all"], default="heldout")
     parser.add_argument("--generated", action="store_true", help="Also ask the model (today's design).")
+    parser.add_argument("--perturb", action="store_true", help="Also ask every operator-style variant (quoted).")
     parser.add_argument("--ids", default="")
     parser.add_argument("--limit", type=int, default=0)
     parser.add_argument("--json", type=Path, default=None)
@@ -200,6 +206,7 @@ def main() -> int:
         return answerers[corpus]
 
     report: dict[str, Any] = {}
+    variants: list[dict[str, Any]] = []
     for name in args.sets.split(","):
         items = load_items(name, args.split)
         if wanted_ids:
@@ -218,11 +225,58 @@ def main() -> int:
                 result = answerer.ask(item["question"])
                 rows[design].append(row_for(item, result, time.perf_counter() - started))
             print(f"{name} {item['id']}: " + "  ".join(_brief(rows[d][-1]) for d in rows if rows[d]), file=sys.stderr)
+            if args.perturb:
+                variants.extend(_variants(item, quoted, rows["quoted"][-1]))
+            if args.json:  # after every question: a long run that is stopped keeps what it measured
+                partial = {design: {"summary": summarize(r), "rows": r} for design, r in rows.items() if r}
+                args.json.write_text(json.dumps({**report, name: partial}, indent=1))
         report[name] = {design: {"summary": summarize(r), "rows": r} for design, r in rows.items() if r}
+        if args.perturb:
+            report[name]["perturbations"] = {"summary": _flips(variants), "rows": variants}
+            variants = []
         if args.json:
             args.json.write_text(json.dumps(report, indent=1))
     print(json.dumps({name: {d: v["summary"] for d, v in r.items()} for name, r in report.items()}, indent=2))
     return 0
+
+
+def _variants(item: dict[str, Any], answerer: Answerer, original: dict[str, Any]) -> list[dict[str, Any]]:
+    from appliance.evaluate.perturb import perturb
+
+    found = []
+    for variant in perturb(item["question"], item["id"]):
+        result = answerer.ask(variant.text)
+        row = row_for(item, result, 0.0)
+        found.append(
+            {
+                "id": item["id"],
+                "kind": variant.kind,
+                "answerable": row["answerable"],
+                "flipped": row["refused"] != original["refused"],
+                "moved": not row["refused"] and not original["refused"] and row["sections"] != original["sections"],
+                "refusal_reason": row["refusal_reason"],
+            }
+        )
+    return found
+
+
+def _flips(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    summary: dict[str, Any] = {}
+    for answerable in (True, False):
+        group = [r for r in rows if r["answerable"] is answerable]
+        by_kind: dict[str, list[int]] = {}
+        for r in group:
+            counts = by_kind.setdefault(r["kind"], [0, 0, 0])
+            counts[0] += 1
+            counts[1] += r["flipped"]
+            counts[2] += r["moved"]
+        summary["answerable" if answerable else "unanswerable"] = {
+            "variants": len(group),
+            "flips": sum(r["flipped"] for r in group),
+            "shown_section_moved": sum(r["moved"] for r in group),
+            "by_kind": {kind: {"variants": c[0], "flips": c[1], "moved": c[2]} for kind, c in sorted(by_kind.items())},
+        }
+    return summary
 
 
 def replace_mode(settings: Settings, mode: str) -> Any:

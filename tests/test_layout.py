@@ -25,7 +25,8 @@ def test_bullets_are_items_with_their_nesting_level() -> None:
 
 
 def test_a_table_and_a_code_block_are_one_item_each() -> None:
-    text = "| Check | Requirement |\n| --- | --- |\n| AIT-452 | < 0.5 ppm |\n\n```bash\nkubectl get pods\nkubectl logs x\n```"
+    table = "| Check | Requirement |\n| --- | --- |\n| AIT-452 | < 0.5 ppm |"
+    text = table + "\n\n```bash\nkubectl get pods\nkubectl logs x\n```"
     assert [kind for kind, _ in _items(text)] == ["table", "code"]
     assert _items(text)[1][1].startswith("```bash") and _items(text)[1][1].endswith("```")
 
