@@ -175,3 +175,12 @@ def test_steps_numbered_as_headings_are_told_from_numbered_sections() -> None:
     assert is_numbered_step_heading("Step 2 Drill down")
     assert not is_numbered_step_heading("6.1 Prepare")
     assert not is_numbered_step_heading("Mitigation")
+
+
+@pytest.mark.parametrize("question", ["KubeJobFailed is firing", "kubejobfailed firing in prod, what now?"])
+def test_an_alert_without_an_intent_gets_the_runbooks_whole_response(answerer: Answerer, question: str) -> None:
+    result = answerer.ask(question)
+    assert not result.refused
+    assert [s.section.split(" › ")[-1] for s in result.sections] == ["Diagnosis", "Mitigation"]
+    assert [step.n for step in result.steps if step.kind == "heading"] == [1, 2]
+    assert not any(a.section.endswith(("Diagnosis", "Mitigation")) for a in result.alternatives)

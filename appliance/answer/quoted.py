@@ -93,16 +93,26 @@ def quote_answer(
 ) -> Quoted:
     """The quoted answer to `question` from the chosen section (see the module docstring)."""
     matched = {chunk.chunk_id for chunk, _ in hits}
-    alternatives = choice.alternatives()
+    alternatives = choice.alternatives(6)
     if kind == "procedure":
-        section = choice.section
-        steps = _trimmed(section, matched, max_words)
-        quoted = Quoted("procedure", [section], steps, alternatives=alternatives)
+        sections = choice.response(question)
+        steps = [
+            step for n, section in enumerate(sections, start=1) for step in _trimmed(section, matched, max_words, n)
+        ]
+        quoted = Quoted("procedure", sections, steps, alternatives=alternatives)
     else:
         quoted = _excerpt(question, kind, choice, hits, chunks_of, embed_texts, question_vector, excerpt_words)
         quoted.alternatives = alternatives
+    quoted.alternatives = [a for a in quoted.alternatives if not _overlaps(a.section, quoted.sections)][:3]
     quoted.refusal_reason = _refusal(question, kind, quoted, hits)
     return quoted
+
+
+def _overlaps(section: Section, shown: Sequence[Section]) -> bool:
+    return any(
+        s.path == section.path and (is_within(s.heading, section.heading) or is_within(section.heading, s.heading))
+        for s in shown
+    )
 
 
 # --- a procedure, whole or trimmed -----------------------------------------------------------------

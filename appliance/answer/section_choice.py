@@ -104,6 +104,31 @@ class Choice:
     def section(self) -> Section:
         return self.chosen.section
 
+    def response(self, question: str) -> list[Section]:
+        """The sections to show for a procedure question: the chosen one, and, when it is a generic part of a
+        runbook's response (Diagnosis, Mitigation…) and the question asks neither to fix nor to find the cause,
+        its generic siblings with it, in document order: "KubeJobFailed is firing" gets the diagnosis and the
+        mitigation, "how do I fix it" the mitigation."""
+        chosen = self.section
+        if not chosen.heading or not is_generic_procedure(chosen.name):
+            return [chosen]
+        parent = " › ".join(heading_parts(chosen.heading)[:-1])
+        siblings = [
+            c.section
+            for c in self.ranked
+            if c.section.path == chosen.path
+            and c.section.depth == chosen.depth
+            and is_within(c.section.heading, parent)
+            and is_generic_procedure(c.section.name)
+        ]
+        if any(intent_affinity(question, s.name) for s in siblings) or len(siblings) < 2:
+            return [chosen]
+        order = {
+            chunk.chunk_id: i
+            for i, chunk in enumerate(sorted({c for s in siblings for c in s.chunks}, key=lambda c: c.ord))
+        }
+        return sorted(siblings, key=lambda s: order[s.chunks[0].chunk_id])
+
     def alternatives(self, count: int = 3) -> list[Scored]:
         """The best candidates outside the chosen section, one per section, none inside it or holding it."""
         picked: list[Scored] = []
