@@ -42,6 +42,8 @@ DOCUMENT_WEIGHT = 0.2
 STRUCTURE_WEIGHT = 0.10
 INTENT_WEIGHT = 0.08
 FRONT_MATTER_WEIGHT = 0.10
+# A procedure asked for is almost never a Purpose or a Meaning: front matter counts more against it then.
+PROCEDURE_FRONT_MATTER_WEIGHT = 0.25
 # A parent takes a child's place when it scores nearly as well (within this much).
 PARENT_MARGIN = 0.05
 DOCUMENTS = 4  # documents whose sections are candidates
@@ -84,15 +86,15 @@ class Scored:
 
     @property
     def score(self) -> float:
-        score = (
-            self.similarity
-            + EVIDENCE_WEIGHT * self.evidence
-            + DOCUMENT_WEIGHT * self.document
-            - FRONT_MATTER_WEIGHT * self.front_matter
+        score = self.similarity + EVIDENCE_WEIGHT * self.evidence + DOCUMENT_WEIGHT * self.document
+        if not self.procedure:
+            return score - FRONT_MATTER_WEIGHT * self.front_matter
+        return (
+            score
+            + STRUCTURE_WEIGHT * self.structure
+            + INTENT_WEIGHT * self.intent
+            - PROCEDURE_FRONT_MATTER_WEIGHT * self.front_matter
         )
-        if self.procedure:
-            score += STRUCTURE_WEIGHT * self.structure + INTENT_WEIGHT * self.intent
-        return score
 
 
 @dataclass(frozen=True)
