@@ -88,7 +88,7 @@ run: install models
 	@echo
 	@echo "appliance: http://127.0.0.1:$(PORT)/  (API docs: http://127.0.0.1:$(PORT)/docs)"
 	@echo "try:  curl -s http://127.0.0.1:$(PORT)/v1/ask -H 'Content-Type: application/json' \\"
-	@echo "        -d '{\"question\": \"What do I do when the chlorine residual drops below 0.2 mg/L?\"}'"
+	@echo "        -d '{\"question\": \"How do I change a chlorine ton container?\"}'"
 	@echo
 	$(BIN)/appliance serve --host 127.0.0.1 --port $(PORT)
 

@@ -7,6 +7,10 @@ Sets (scripts/qa/):
               the phrases shown, in document order), the gold section shown whole or within what is shown
   heldout, sampled, tune   the runbook golden sets; demo   the docs_corpus golden set:
               every key phrase shown, answerable refused, unanswerable declined
+  mtrag       MTRAG-UN (../shared/data/mtrag-un, IBM's human answerability labels; each collection's pool of
+              gold passages indexed on its own, follow-ups asked with their conversation): the share of
+              questions refused per label, on first turns and on all turns, and how many of those refusals
+              the quoted answer's own rules (a value no line states, a sibling) add to the evidence decision's
 Every set: words shown (the answer and every source line under it), the gold document among the
 citations, answers cut at generator.max_tokens, first content (the steps, or the first generated token),
 first token and total time (medians), on this machine.
@@ -176,6 +180,52 @@ def gold_section_words(answerer: Answerer, item: dict[str, Any]) -> int | None:
     return section.words if section is not None else None
 
 
+MTRAG_TASKS = REPO.parent / "shared" / "data" / "mtrag-un" / "tasks.jsonl"
+
+
+def run_mtrag(home: Path, models_dir: Path) -> dict[str, Any]:
+    """The quoted decision on MTRAG-UN: refusals per answerability label (see the module docstring)."""
+    from appliance.evaluate.mtrag import load_tasks, write_passages
+
+    report: dict[str, Any] = {}
+    for collection in ("ibmcloud", "clapnq"):
+        tasks, passages = load_tasks(MTRAG_TASKS, collection)
+        settings = settings_for(f"mtrag-{collection}", home, models_dir)
+        folder = home / f"mtrag-{collection}-passages" / collection
+        write_passages(passages, folder)
+        ingest(settings, [folder])
+        answerer = Answerer(settings)
+        rows = []
+        for task in tasks:
+            result = answerer.ask(task.question, history=task.history)
+            rows.append(
+                {
+                    "id": task.task_id,
+                    "label": task.answerability,
+                    "first_turn": not task.multi_turn,
+                    "refused": result.refused,
+                    # A refusal after the section was chosen: the quoted answer's own rules, not the evidence decision.
+                    "by_quoted_rule": result.refused and "sections" in result.timings_ms,
+                    "answer_kind": result.answer_kind,
+                }
+            )
+        answerer.close()
+        summary: dict[str, Any] = {}
+        for scope, chosen in (("first_turn", [r for r in rows if r["first_turn"]]), ("all_turns", rows)):
+            by_label: dict[str, Any] = {}
+            for label in sorted({r["label"] for r in chosen}):
+                group = [r for r in chosen if r["label"] == label]
+                refused = sum(r["refused"] for r in group)
+                by_label[label] = {
+                    "refused": _share(refused, len(group)),
+                    "by_quoted_rules": sum(r["by_quoted_rule"] for r in group),
+                }
+            summary[scope] = by_label
+        report[collection] = {"summary": summary, "rows": rows}
+        print(f"mtrag {collection}: {json.dumps(summary)}", file=sys.stderr)
+    return report
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-sop")
@@ -208,6 +258,11 @@ def main() -> int:
     report: dict[str, Any] = {}
     variants: list[dict[str, Any]] = []
     for name in args.sets.split(","):
+        if name == "mtrag":
+            report[name] = {"quoted": run_mtrag(args.home, args.models_dir)}
+            if args.json:
+                args.json.write_text(json.dumps(report, indent=1))
+            continue
         items = load_items(name, args.split)
         if wanted_ids:
             items = [item for item in items if item["id"] in wanted_ids]
@@ -236,7 +291,7 @@ def main() -> int:
             variants = []
         if args.json:
             args.json.write_text(json.dumps(report, indent=1))
-    print(json.dumps({name: {d: v["summary"] for d, v in r.items()} for name, r in report.items()}, indent=2))
+    print(json.dumps(_summaries(report), indent=2))
     return 0
 
 
@@ -277,6 +332,13 @@ def _flips(rows: list[dict[str, Any]]) -> dict[str, Any]:
             "by_kind": {kind: {"variants": c[0], "flips": c[1], "moved": c[2]} for kind, c in sorted(by_kind.items())},
         }
     return summary
+
+
+def _summaries(report: dict[str, Any]) -> dict[str, Any]:
+    """Every figure of the report without its rows."""
+    if isinstance(report, dict):
+        return {key: _summaries(value) for key, value in report.items() if key != "rows"}
+    return report
 
 
 def replace_mode(settings: Settings, mode: str) -> Any:

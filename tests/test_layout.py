@@ -91,3 +91,14 @@ def test_list_markers(line: str, numbered: bool) -> None:
 def test_a_decimal_or_a_version_opening_a_line_is_not_a_list_marker() -> None:
     assert list_marker("0.5 ppm before anyone enters") is None
     assert list_marker("1.2.3 is the version") is None
+
+
+def test_the_thing_a_how_many_question_counts() -> None:
+    from appliance.text.questions import counted_noun, counts
+
+    assert counted_noun("How many gitaly-ruby workers does each node run?") == "workers"
+    assert counted_noun("HOW MANY WORKERS ARE THERE") == "workers"
+    assert counted_noun("how often does it run") is None
+    assert counts("each node runs 16 workers", "workers") and counts("workers: 4", "workers")
+    assert counts("runs 3 Sidekiq workers", "workers")
+    assert not counts("Wait 5 seconds between killing gitaly-ruby workers", "workers")

@@ -226,3 +226,48 @@ def test_ask_prints_the_procedure_as_the_document_writes_it(indexed: Settings, c
     assert "The procedure, in the document's own words (no model wrote it):" in out.output
     assert "1. Close the bank header isolation valve VLV-4501-A." in out.output
     assert "no model asked" in out.output
+
+
+GITALY = """# Gitaly operations
+
+## Restarting gitaly-ruby
+
+1. Find the gitaly-ruby workers of the node with `pgrep -f gitaly-ruby`.
+2. Wait 5 seconds between killing gitaly-ruby workers so that the next one can take over.
+
+## Ceph settings
+
+The mon_osd_full_ratio of the ODF clusters is 0.85.
+
+## References
+
+The Ceph documentation explains mon_osd_down_out_interval and the other monitor settings.
+"""
+
+
+@pytest.fixture
+def gitaly(settings: Settings, tmp_path: Path) -> Settings:
+    root = tmp_path / "runbooks"
+    root.mkdir()
+    (root / "gitaly.md").write_text(GITALY)
+    ingest(settings, [root])
+    return settings
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "How many gitaly-ruby workers does each Gitaly node run?",  # a number of seconds is no number of workers
+        "how many gitaly ruby workers run on a gitaly node",
+        "What is mon_osd_down_out_interval set to on our ODF clusters?",  # a neighbour's value is no answer
+    ],
+)
+def test_a_value_of_another_thing_does_not_answer_a_value_question(gitaly: Settings, question: str) -> None:
+    result = quoted(gitaly).ask(question)
+    assert result.refused and "asks for a value" in (result.refusal_reason or ""), result.steps
+
+
+def test_the_value_of_the_thing_named_answers(gitaly: Settings) -> None:
+    result = quoted(gitaly).ask("What is mon_osd_full_ratio set to on the ODF clusters?")
+    assert not result.refused, result.refusal_reason
+    assert any("0.85" in step.text for step in result.steps)

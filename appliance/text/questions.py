@@ -94,6 +94,25 @@ def asked_unit(question: str) -> str | None:
     return "%" if match.group(2) else match.group(1)
 
 
+# "How many gitaly-ruby workers…": the thing counted, the last word of the noun phrase after "how many".
+_COUNTED = re.compile(r"\bhow\s+many\s+(?:[\w-]+\s+){0,2}?([a-z]{3,}s)\b", re.IGNORECASE)
+
+
+def counted_noun(question: str) -> str | None:
+    """The plural noun a "how many" question counts ("workers" in "how many gitaly-ruby workers does…")."""
+    match = _COUNTED.search(question)
+    return match.group(1).lower() if match else None
+
+
+def counts(text: str, noun: str) -> bool:
+    """Whether `text` gives a number of `noun`: the number then the noun within two words ("16 workers",
+    "3 Sidekiq workers"), or the noun then the number after a colon or "is"/"of" ("workers: 16")."""
+    stem = re.escape(noun[:-1] if noun.endswith("s") else noun)
+    number = r"\d[\d,.]*"
+    pattern = rf"\b{number}\s+(?:[\w-]+\s+){{0,2}}{stem}\w*\b|\b{stem}\w*\s*(?::|=|\bis\b|\bof\b)\s*{number}"
+    return re.search(pattern, text, re.IGNORECASE) is not None
+
+
 def asks_for_procedure(question: str) -> bool:
     return _PROCEDURE.search(question) is not None
 
