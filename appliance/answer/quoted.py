@@ -31,6 +31,7 @@ from appliance.text.quantities import unit_of
 from appliance.text.questions import QuestionKind, asked_quantity, counted_noun, counts
 from appliance.text.sentences import split_sentences
 from appliance.text.terms import extract_terms
+from appliance.text.wording import is_noise_token
 
 EXCERPT_LINES = 3  # most lines a value or fact answer shows
 LINE_FLOOR = 0.6  # a further line is shown when it scores at least this share of the best line
@@ -327,26 +328,50 @@ def _lines(section: Section) -> list[_Line]:
 # --- when the documents do not answer after all ---------------------------------------------------
 
 
-def _states_asked_value(question: str, step: Step, quoted: Quoted) -> bool:
+def _states_asked_value(question: str, step: Step, quoted: Quoted, named: Sequence[str]) -> bool:
     """Whether a shown line states the value asked, of the thing asked: a value of the kind asked
-    (abstention.stated_values), in a line that, with its section's label, names every strong identifier of
-    the question (mon_osd_down_out_interval, KubeletTooManyPods: a neighbour's value is no answer), and for
-    "how many workers" a number of workers."""
+    (abstention.stated_values), in a line that, with its section's label, names every one of `named`
+    (mon_osd_down_out_interval, KubeletTooManyPods: a neighbour's value is no answer), and for "how many
+    workers" a number of workers."""
     if step.kind in ("heading", "omitted") or not stated_values(step.text, question):
         return False
     label = next((s.label for s in quoted.sections if s.path == step.path), "")
     context = f"{label}\n{step.section}\n{step.text}"
-    named = [i for i in extract_terms(question).identifiers if is_strong_identifier(i)]
     if not all(identifier_in(identifier, context) for identifier in named):
         return False
     noun = counted_noun(question)
     return noun is None or unit_of(noun) is not None or counts(step.text, noun)
 
 
+def _named_things(question: str, hits: Sequence[tuple[ChunkRow, float]]) -> list[str]:
+    """The strong identifiers of the question that the documents found hold, as they write them. A token the
+    documents do not hold (a pager's labels, `p99`, `5xx`, a name typed in capitals) is the evidence
+    decision's to weigh, never a reason here."""
+    named: list[str] = []
+    for identifier in extract_terms(question).identifiers:
+        if not is_strong_identifier(identifier) or is_noise_token(identifier):
+            continue
+        for chunk, _ in hits:
+            written = _as_written(identifier, f"{chunk.identifiers}\n{chunk.text}")
+            if written is not None:
+                named.append(written)
+                break
+    return named
+
+
+def _as_written(identifier: str, text: str) -> str | None:
+    if identifier_in(identifier, text):
+        return identifier
+    folded = identifier.casefold()
+    tokens = (token.strip(".,;:()[]`'\"") for token in text.split())
+    return next((token for token in tokens if token.casefold() == folded), None)
+
+
 def _refusal(question: str, kind: QuestionKind, quoted: Quoted, hits: Sequence[tuple[ChunkRow, float]]) -> str | None:
     """A value asked that no line shown states, or a section about a sibling of what the question names."""
     shown = "\n".join(step.text for step in quoted.steps)
-    if kind == "value" and not any(_states_asked_value(question, line, quoted) for line in quoted.steps):
+    named = _named_things(question, hits) if kind == "value" else []
+    if kind == "value" and not any(_states_asked_value(question, line, quoted, named) for line in quoted.steps):
         asked = asked_quantity(question)
         return f"the question asks for a value ({asked!r}) and no passage found states one"
     labels = "\n".join(f"{section.label}" for section in quoted.sections)
