@@ -22,11 +22,11 @@ from appliance.config import Settings
 from appliance.index.catalog import Catalog
 from appliance.index.records import Chunk
 from appliance.models.embedder import TokenCounter
-from appliance.retrieve.english import EnglishWords, english_words
 from appliance.retrieve.evidence import Evidence, EvidenceSignals, decide_evidence
 from appliance.retrieve.spelling import correct_spelling, did_you_mean_line
 from appliance.retrieve.unknown_terms import COMPOUND_PIECE, NAME, NAME_IN_ONE_CASE, WordPieces, question_words
 from appliance.retrieve.vocabulary import CorpusVocabulary
+from appliance.text.english import EnglishWords, english_words
 from appliance.text.identifiers import extract_identifiers
 from appliance.text.wording import case_is_informative, is_noise_token
 

@@ -29,6 +29,7 @@ from typing import Literal, Protocol
 
 from appliance.models.generation import ChatMessage
 from appliance.text.stopwords import STOPWORDS
+from appliance.text.tokens import WORD
 
 RewriteMethod = Literal["none", "rule", "model", "both"]
 REWRITE_METHODS: tuple[RewriteMethod, ...] = ("none", "rule", "model", "both")
@@ -38,7 +39,6 @@ REWRITE_MAX_TOKENS = 64
 RULE_SEPARATOR = " → "
 # How much of each earlier answer the model sees (its start says what it was about).
 ANSWER_PREVIEW_CHARS = 300
-_WORD = re.compile(r"[^\W_]+(?:[-.'][^\W_]+)*")
 
 
 @dataclass(frozen=True)
@@ -65,7 +65,7 @@ class Completer(Protocol):
 
 
 def content_words(text: str) -> set[str]:
-    return {word.lower() for word in _WORD.findall(text) if word.lower() not in STOPWORDS}
+    return {word.lower() for word in WORD.findall(text) if word.lower() not in STOPWORDS}
 
 
 KnownWord = Callable[[str], bool]

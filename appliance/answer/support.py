@@ -60,13 +60,14 @@ import numpy as np
 from appliance.answer.citations import CitedSentence
 from appliance.config import SUPPORT_SEMANTIC_THRESHOLD
 from appliance.text.frequencies import frequencies_in
-from appliance.text.identifiers import identifier_in
+from appliance.text.identifiers import COMMAND_NOUNS, identifier_in
 from appliance.text.negation import negated_words
 from appliance.text.quantities import numbers_in, without_thousands
 from appliance.text.sentences import code_regions, split_sentences
-from appliance.text.stems import stem
+from appliance.text.stems import OPPOSITES, stem
 from appliance.text.stopwords import CLAIM_STOPWORDS
 from appliance.text.terms import Terms, all_stems, extract_terms
+from appliance.text.wording import SOURCES_LINE
 
 LEXICAL_THRESHOLD = 0.7
 SEMANTIC_THRESHOLD = SUPPORT_SEMANTIC_THRESHOLD  # the setting support.semantic_threshold, for all-MiniLM-L6-v2
@@ -77,31 +78,6 @@ NEGATION_MATCH = 0.5  # a source sentence holding this share of the words states
 WINDOW = 3  # source sentences a supported claim may draw its words from
 
 Embed = Callable[[list[str]], np.ndarray]
-
-# Words whose swap reverses an instruction as surely as a "not" does. Compared as stems, so the
-# synonyms of stems.py come along (shut is close, raise is increase, reduce and lower are decrease).
-_OPPOSITE_PAIRS = (
-    ("open", "close"),
-    ("start", "stop"),
-    ("enable", "disable"),
-    ("increase", "decrease"),
-    ("high", "low"),
-    ("minimum", "maximum"),
-    ("add", "remove"),
-    ("allow", "deny"),
-    ("true", "false"),
-    ("inlet", "outlet"),
-    ("lead", "lag"),
-    ("primary", "secondary"),
-    ("manual", "automatic"),
-    ("online", "offline"),
-    ("lock", "unlock"),
-    ("install", "uninstall"),
-    ("connect", "disconnect"),
-    ("attach", "detach"),
-    ("mount", "unmount"),
-)
-OPPOSITES = {stem(a): stem(b) for a, b in _OPPOSITE_PAIRS} | {stem(b): stem(a) for a, b in _OPPOSITE_PAIRS}
 
 
 # --- sources ---------------------------------------------------------------------------------------
@@ -272,8 +248,6 @@ _PROMPTS = frozenset({"$", "#", ">", "%"})
 # A lowercase hyphenated name followed by a word is a command and its subcommand: gitlab-ctl reconfigure.
 _COMMAND = re.compile(r"\b([a-z][a-z0-9]*(?:[-_][a-z0-9]+)+)[ \t]+([a-z][a-z0-9-]*)\b")
 _PROMPTED_COMMAND = re.compile(r"(?:\bsudo|^[ \t]*\$)[ \t]+" + _COMMAND.pattern[2:], re.MULTILINE)
-_GENERIC_NOUNS = "command commands tool utility script binary cli service services process output file"
-_NOT_SUBCOMMANDS = frozenset(_GENERIC_NOUNS.split())
 
 
 def _code_tokens(line: str) -> list[str]:
@@ -333,15 +307,12 @@ def _code_missing(
         return missing
     prose = _INLINE_CODE.sub(" ", sentence.text)
     for command, word in _COMMAND.findall(prose):
-        if word in CLAIM_STOPWORDS or word in _NOT_SUBCOMMANDS:
+        if word in CLAIM_STOPWORDS or word in COMMAND_NOUNS:
             continue
         known = {w for s in sources for w in s.subcommands.get(command.casefold(), ())}
         if known and word.casefold() not in known:
             missing.append((f"{command} {word}", f"command {command} {word} not in the cited sources"))
     return missing
-
-
-_SOURCE_LINE = re.compile(r"^\W*(cite|citation|citations|source|sources|reference|references)\W*:", re.IGNORECASE)
 
 
 def _only_restates(sentence: CitedSentence, terms: Terms, asked: Terms | None) -> bool:
@@ -359,7 +330,7 @@ def _only_restates(sentence: CitedSentence, terms: Terms, asked: Terms | None) -
 def _is_connective(sentence: CitedSentence, terms: Terms, asked: Terms | None = None) -> bool:
     if sentence.kind == "heading" or _only_restates(sentence, terms, asked):
         return True
-    if sentence.kind != "code" and _SOURCE_LINE.match(sentence.text):
+    if sentence.kind != "code" and SOURCES_LINE.match(sentence.text):
         return True  # the model naming its source ("Cite: AuditLogError › Meaning"): no claim
     if len(terms.words) >= MIN_CONTENT_WORDS:
         return False

@@ -23,13 +23,13 @@ from appliance.models.calibration import log_calibration_warnings
 from appliance.models.embedder import Embedder
 from appliance.models.registry import load_embedder
 from appliance.retrieve.aggregate import aggregate_documents
-from appliance.retrieve.english import english_words
 from appliance.retrieve.evidence import Evidence, EvidenceSignals, decide_evidence
 from appliance.retrieve.fusion import reciprocal_rank_fusion, weighted_fusion, zscore_fusion
 from appliance.retrieve.lexical import lexical_search
 from appliance.retrieve.rerank import Reranker, find_reranker
 from appliance.retrieve.spelling import Spelling, correct_spelling
 from appliance.retrieve.vocabulary import CorpusVocabulary
+from appliance.text.english import english_words
 
 Mode = Literal["lexical", "dense", "hybrid"]
 MODES: tuple[Mode, ...] = ("lexical", "dense", "hybrid")

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from appliance.retrieve.vocabulary import CorpusVocabulary, one_edit_variants
+from appliance.retrieve.vocabulary import CorpusVocabulary
+from appliance.text.edits import one_edit_variants
 from appliance.text.stopwords import STOPWORDS
 from appliance.text.tokens import CANDIDATE
 from appliance.text.wording import case_is_informative

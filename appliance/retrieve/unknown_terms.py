@@ -30,8 +30,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Protocol
 
-from appliance.retrieve.english import MIN_NEAR_LENGTH, english_shaped
-from appliance.retrieve.vocabulary import CorpusVocabulary, one_edit_variants
+from appliance.retrieve.vocabulary import CorpusVocabulary
+from appliance.text.edits import one_edit_variants
+from appliance.text.english import MIN_NEAR_LENGTH, WORDPIECE_INFLECTION, english_shaped
 from appliance.text.identifiers import is_identifier
 from appliance.text.stopwords import STOPWORDS
 from appliance.text.tokens import CANDIDATE, SEARCH_WORD
@@ -76,10 +77,6 @@ class Lexicon(Protocol):
     def knows(self, word: str) -> bool: ...
 
     def misspelt(self, word: str) -> bool: ...
-
-
-# A vocabulary word plus one of these pieces is an inflected English word: peg ##ged, node ##s, idle ##d.
-_INFLECTION = re.compile(r"^##[a-z]?(?:s|es|ed|d|ing|er|ers|ly|y)$")
 
 
 @dataclass(frozen=True)
@@ -176,7 +173,7 @@ def english_pieces(pieces: list[str]) -> bool:
     """One whole vocabulary word, or one (3+ letters) and an inflection."""
     if len(pieces) == 1:
         return True
-    return len(pieces) == 2 and len(pieces[0]) >= 3 and _INFLECTION.match(pieces[1]) is not None
+    return len(pieces) == 2 and len(pieces[0]) >= 3 and WORDPIECE_INFLECTION.match(pieces[1]) is not None
 
 
 def _plain_weight(word: str, word_pieces: WordPieces | None) -> float:

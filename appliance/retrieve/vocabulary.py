@@ -16,8 +16,8 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from appliance.retrieve.fts_query import quote
+from appliance.text.edits import one_edit_variants
 
-_LETTERS = "abcdefghijklmnopqrstuvwxyz"
 # Chunks read to count a word's verbatim occurrences: enough to rank candidates, cheap for common words.
 _COUNT_CAP = 40
 # Answers kept before the cache starts over: a misspelling looks up some 500 variants, and a server may run
@@ -32,20 +32,6 @@ def occurs(conn: sqlite3.Connection, table: str, match: str, rowid: int | None =
         return conn.execute(sql, args).fetchone() is not None
     except sqlite3.OperationalError:
         return False  # a term the tokenizer reduces to nothing
-
-
-def one_edit_variants(word: str) -> list[str]:
-    """Every string one edit from `word`, swaps first (the commonest typo), then deletions, replacements, insertions."""
-    splits = [(word[:i], word[i:]) for i in range(len(word) + 1)]
-    deletes = [a + b[1:] for a, b in splits if b]
-    replaces = [a + c + b[1:] for a, b in splits if b for c in _LETTERS if c != b[0]]
-    inserts = [a + c + b for a, b in splits for c in _LETTERS]
-    return [v for v in dict.fromkeys(swapped_pairs(word) + deletes + replaces + inserts) if v and v != word]
-
-
-def swapped_pairs(word: str) -> list[str]:
-    """`word` with one pair of neighbouring letters swapped (the commonest typo), each distinct pair once."""
-    return [word[:i] + word[i + 1] + word[i] + word[i + 2 :] for i in range(len(word) - 1) if word[i] != word[i + 1]]
 
 
 class CorpusVocabulary:

@@ -9,6 +9,13 @@ Modules, lowest first (each imports only those above it):
   terms       what a sentence claims: content-word stems, identifiers and quantities
   negation    which words a "not"/"never" applies to
   sentences   sentence, list item, heading, table row and code block spans; the chunker's cut points
+  edits       the strings one typing slip from a word (an alphabet)
+  english     whether an unknown word is English, a typo of English, or shaped like English (a lexicon)
+  wording     how operators write: tokens that carry no subject, words shaped like names
+  frequencies "quarterly", "every shift": how often, in words
+  questions   what a question asks for: a value, a procedure, a fact; how many of what
+  procedures  section kinds of a procedure document: front matter, generic headings, step headings
+  layout      a section's items: numbered steps, bullets, tables, code, WARNING/CAUTION/HOLD POINT lines
 
 English only, and written so that another language is a swap of this package. FTS5's own porter
 tokenizer (index/migrations.py) stems the lexical index; `stems` serves the checks made in Python.

@@ -80,3 +80,22 @@ def identifier_in(identifier: str, text: str) -> bool:
         spaced = r"\b" + r"[\s-]?".join(map(re.escape, identifier.split("-"))) + r"\b"
         return re.search(spaced, text, re.IGNORECASE) is not None
     return False
+
+
+# Nouns that follow a command's name in prose ("the gitlab-ctl command", "kubectl output"): not a subcommand.
+COMMAND_NOUNS = frozenset(
+    {
+        "command",
+        "commands",
+        "tool",
+        "utility",
+        "script",
+        "binary",
+        "cli",
+        "service",
+        "services",
+        "process",
+        "output",
+        "file",
+    }
+)

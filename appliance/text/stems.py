@@ -73,3 +73,29 @@ def stem(word: str) -> str:
         return NUMBER_WORDS[lowered]
     raw = _stem_raw(lowered)
     return _SYNONYM_STEMS.get(raw, raw)
+
+
+# Words whose swap reverses an instruction as surely as a "not" does. Compared as stems, so the
+# synonyms above come along (shut is close, raise is increase, reduce and lower are decrease).
+_OPPOSITE_PAIRS = (
+    ("open", "close"),
+    ("start", "stop"),
+    ("enable", "disable"),
+    ("increase", "decrease"),
+    ("high", "low"),
+    ("minimum", "maximum"),
+    ("add", "remove"),
+    ("allow", "deny"),
+    ("true", "false"),
+    ("inlet", "outlet"),
+    ("lead", "lag"),
+    ("primary", "secondary"),
+    ("manual", "automatic"),
+    ("online", "offline"),
+    ("lock", "unlock"),
+    ("install", "uninstall"),
+    ("connect", "disconnect"),
+    ("attach", "detach"),
+    ("mount", "unmount"),
+)
+OPPOSITES = {stem(a): stem(b) for a, b in _OPPOSITE_PAIRS} | {stem(b): stem(a) for a, b in _OPPOSITE_PAIRS}

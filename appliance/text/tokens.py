@@ -8,6 +8,8 @@ from appliance.text.stopwords import STOPWORDS
 
 # Letters and digits only, as FTS5's unicode61 tokenizer splits (it splits on "_" too).
 SEARCH_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# A word as written, with its inner hyphens, dots and apostrophes (don't, v1.2, lead-lag).
+WORD = re.compile(r"[^\W_]+(?:[-.'][^\W_]+)*")
 # Letters only: the words of a claim once its numbers and identifiers are taken out.
 LETTER_WORD = re.compile(r"[^\W\d_]+")
 # A token that may be an identifier or a number: starts and ends with a letter or digit, may hold

@@ -85,3 +85,7 @@ def sentence_initial(text: str, start: int) -> bool:
     """The token at `start` opens the text or a sentence (its capital is the sentence's, not a name's)."""
     before = text[:start].rstrip(" \t\"'([{*-")
     return not before or _SENTENCE_END.search(before) is not None or before.endswith("\n")
+
+
+# A line of a model's answer that only lists its sources ("Sources: [1], [2]"), not a claim to check.
+SOURCES_LINE = re.compile(r"^\W*(cite|citation|citations|source|sources|reference|references)\W*:", re.IGNORECASE)

@@ -21,10 +21,11 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from functools import cache
 from importlib import resources
 
-from appliance.retrieve.vocabulary import one_edit_variants, swapped_pairs
+from appliance.text.edits import one_edit_variants, swapped_pairs
 
 # Any word of the list is English: its floor (50) holds real words too ("afterwards" is counted 50 times).
 MIN_COUNT = 50
@@ -60,6 +61,9 @@ ENGLISH_ENDINGS = (
     "wise",
 )
 MIN_STEM = 3
+
+# A vocabulary word plus one of these WordPiece pieces is an inflected English word: peg ##ged, node ##s, idle ##d.
+WORDPIECE_INFLECTION = re.compile(r"^##[a-z]?(?:s|es|ed|d|ing|er|ers|ly|y)$")
 
 
 class EnglishWords:
