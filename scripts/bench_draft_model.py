@@ -160,7 +160,7 @@ def main() -> int:
     roots, qa = SETS[args.set][0](), SETS[args.set][1]
     environ = {**os.environ, "APPLIANCE_HOME": str(args.home / args.set), "APPLIANCE_MODELS_DIR": str(args.models_dir)}
     environ.pop("APPLIANCE_CONFIG", None)
-    # The settings drafting needs to keep plain decoding's tokens (README, "Speed on two CPU cores").
+    # The settings drafting needs to keep plain decoding's tokens (docs/measurements/speed.md).
     environ.update(APPLIANCE_GENERATOR_FLASH_ATTN="true", APPLIANCE_GENERATOR_KV_CACHE_TYPE="q8_0")
     settings = load_settings(environ)
     ingest(settings, roots)

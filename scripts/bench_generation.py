@@ -194,7 +194,7 @@ def run_set(name: str, args: argparse.Namespace) -> dict[str, Any]:
     roots, qa = SETS[name][0](), SETS[name][1]
     environ = {**os.environ, "APPLIANCE_HOME": str(args.home / name), "APPLIANCE_MODELS_DIR": str(args.models_dir)}
     environ.pop("APPLIANCE_CONFIG", None)
-    if args.drafting:  # the opt-in drafting and the two settings it requires (README, "Speed on two CPU cores")
+    if args.drafting:  # the opt-in drafting and the two settings it requires (docs/measurements/speed.md)
         environ.update(
             APPLIANCE_GENERATOR_DRAFT="prompt_lookup",
             APPLIANCE_GENERATOR_FLASH_ATTN="true",

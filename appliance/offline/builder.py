@@ -6,7 +6,7 @@ Runs on the connected build host. The staging folder mirrors the archive:
     wheels/        every runtime wheel (locked deps, llama-cpp-python for the target, appliance)
     systemd/       unit templates          config/appliance.toml   the profile's settings (reference)
     recipe/        models.toml + requirements.lock as used      licenses/   one file per model
-    docs/          README, CHANGELOG, architecture and scaling notes
+    docs/          README, CHANGELOG, the operators' and admins' guides, reference, architecture, scaling
 """
 
 from __future__ import annotations
@@ -45,7 +45,18 @@ BOOTSTRAP_MODULES = (
     "appliance/offline/install_main.py",
     "appliance/offline/systemd_units.py",
 )
-DOCS = ("README.md", "CHANGELOG.md", "docs/architecture.md", "docs/scaling.md", "docs/offline.md")
+DOCS = (
+    "README.md",
+    "CHANGELOG.md",
+    "docs/operators.md",
+    "docs/admins.md",
+    "docs/offline.md",
+    "docs/scaling.md",
+    "docs/architecture.md",
+    "docs/reference/settings.md",
+    "docs/reference/cli.md",
+    "docs/reference/api.md",
+)
 ZIP_EPOCH = (2024, 1, 1, 0, 0, 0)
 
 
@@ -141,7 +152,9 @@ def _copy_docs(project_root: Path, destination: Path) -> None:
     for relative in DOCS:
         source = project_root / relative
         if source.is_file():
-            target = destination / Path(relative).name
+            # docs/reference/cli.md stays reference/cli.md: the pages link to each other that way.
+            inside = Path(relative)
+            target = destination / (inside.relative_to("docs") if inside.parts[0] == "docs" else inside.name)
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(source, target)
 
