@@ -57,6 +57,11 @@ _PROCEDURE = re.compile(
     r"|\bwhat\s+(?:now|next|do\s+i\s+do|to\s+do)\b|\bnext\s+steps?\b"
     r"|\b(?:steps?|procedure|process|sequence|instructions?|checklist|runbook|playbook)\s+(?:for|to|of|when|if|on)\b"
     r"|\bwhat(?:'s|\s+is|\s+are)?\s+(?:the|my|our)?\s*(?:steps?|procedure|process|sequence|instructions?|checklist)\b"
+    # "what's the lockout/tagout sequence", "what's the response?", "what are my options to free up space":
+    # a name of a course of action, after up to three words that say which one (not "response time")
+    r"|\bwhat(?:'s|\s+is|\s+are)\s+(?:the|my|our)\s+(?:[\w/-]+\s+){0,3}?"
+    r"(?:steps|procedure|process|sequence|instructions|checklist|response|options|actions|way\s+to)\b(?!\s+times?\b)"
+    r"|\b(?:proper|right|correct|safe|best)\s+way\s+to\b"
     r"|\bwalk\s+(?:me|us)\s+through\b|\bguide\s+(?:me|us)\b|\b(?:tell|show)\s+(?:me|us)\s+how\b"
     r"|\bwhere\s+do\s+(?:i|we)\s+start\b",
     re.IGNORECASE,
