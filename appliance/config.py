@@ -110,7 +110,7 @@ class SearchSettings(Section):
         "zscore",
         description="How hybrid mode fuses the two lists: reciprocal rank, min-max weighted scores, or weighted "
         "z-scores of each list (the default: at least the better single retriever on every collection nobody "
-        "tuned on, docs/generalization.md).",
+        "tuned on, docs/measurements/generalization.md).",
     )
     rrf_k: float = Field(60.0, gt=0.0, le=10000.0, description="Reciprocal rank fusion constant k.")
     dense_weight: float = Field(

@@ -7,7 +7,7 @@
   llama-cpp-python in embedding mode with the model's `search_query: ` / `search_document: ` prefixes.
 
 Both are verified against the sha256 recorded here before use. Nothing is downloaded at run time:
-fetching and extracting is a manual step (see the Embedders section of docs/generalization.md).
+fetching and extracting is a manual step (see the Embedders section of docs/measurements/generalization.md).
 """
 
 from __future__ import annotations

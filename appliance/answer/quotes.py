@@ -11,7 +11,7 @@ so that its exact setting name is gone. The operator acts on the exact line. So,
   a step's command that the source gives in the code block right after that line comes with it.
 
 Designs tried and left out (scripts/bench_quote_designs.py on the stored generations; figures in
-docs/generalization.md): the line of the first cited source that best matches the question (8 of 144
+docs/measurements/generalization.md): the line of the first cited source that best matches the question (8 of 144
 answers gained every key phrase, the sampled median went past 150 words, and most unanswerable questions
 answered got a line that reads as an answer), the same only when it holds a value the answer lacks, and
 every cited line with such a value that some answer sentence rests on (3 answers of 144 at most). The

@@ -10,7 +10,7 @@
   Min-max scales a list by its two extremes only, so one outlier squeezes the rest of its list
   towards 0; a z-score places every hit by the whole list's mean and spread, and like min-max
   does not depend on either retriever's scale. Measured on seven collections of which only
-  SciFact train was tuned on (scripts/bench_fusion.py, docs/generalization.md): at least the
+  SciFact train was tuned on (scripts/bench_fusion.py, docs/measurements/generalization.md): at least the
   better single retriever on every untuned one, and never below min-max.
 Ties keep the order of first appearance.
 """
