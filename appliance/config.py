@@ -414,9 +414,6 @@ class Settings(Section):
     def tokens_path(self) -> Path:
         return self.home / "tokens.sqlite"
 
-    def embedder_path(self) -> Path:
-        return self.models_dir / "embedder" / self.embedder.model
-
 
 SECTIONS: dict[str, type[Section]] = {
     name: field.annotation  # type: ignore[misc]
