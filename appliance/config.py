@@ -414,6 +414,11 @@ class Settings(Section):
     def tokens_path(self) -> Path:
         return self.home / "tokens.sqlite"
 
+    @property
+    def metrics_dir(self) -> Path:
+        """The workers' shared metrics files (`appliance serve --workers N`; emptied at each start)."""
+        return self.home / "metrics"
+
 
 SECTIONS: dict[str, type[Section]] = {
     name: field.annotation  # type: ignore[misc]
