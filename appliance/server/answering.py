@@ -154,7 +154,11 @@ async def answer_events(
             iterator = view.events(question, k=k, filters=filters, history=history, mode=mode)
             with state.retrieval_lock:  # retrieval and prompt building happen before the first event
                 event = next(iterator, _END)
+            counted = False
             while event is not _END:
+                if event.kind == "token" and not counted:  # a remote backend counts a request from its first piece
+                    state.refresh_queue_depth()
+                    counted = True
                 deliver("event", event)
                 event = next(iterator, _END)
             deliver("end", None)
