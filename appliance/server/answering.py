@@ -156,7 +156,8 @@ async def answer_events(
                 event = next(iterator, _END)
             counted = False
             while event is not _END:
-                if event.kind == "token" and not counted:  # a remote backend counts a request from its first piece
+                if isinstance(event, AnswerEvent) and event.kind == "token" and not counted:
+                    # a remote backend counts its request from the first piece on
                     state.refresh_queue_depth()
                     counted = True
                 deliver("event", event)
