@@ -80,7 +80,7 @@ test: install models browser system-tools wheelhouse
 lint: install
 	$(BIN)/ruff check appliance tests scripts
 	$(BIN)/ruff format --check appliance tests scripts
-	$(BIN)/mypy appliance
+	$(BIN)/mypy -p appliance -p scripts.lib  # the lab too: the benchmarks' library
 
 PORT ?= 8080
 

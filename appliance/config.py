@@ -414,8 +414,10 @@ class Settings(Section):
     def tokens_path(self) -> Path:
         return self.home / "tokens.sqlite"
 
-    def embedder_path(self) -> Path:
-        return self.models_dir / "embedder" / self.embedder.model
+    @property
+    def metrics_dir(self) -> Path:
+        """The workers' shared metrics files (`appliance serve --workers N`; emptied at each start)."""
+        return self.home / "metrics"
 
 
 SECTIONS: dict[str, type[Section]] = {

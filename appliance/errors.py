@@ -46,10 +46,6 @@ class IndexBusy(ApplianceError):
     """Another process holds the index writer lock."""
 
 
-class IndexError_(ApplianceError):
-    """The index is damaged in a way reconcile cannot repair."""
-
-
 class GeneratorBusy(ApplianceError):
     """Every slot of the generation queue is taken (the API maps this to 503 with Retry-After)."""
 

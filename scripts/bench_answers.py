@@ -35,16 +35,18 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
+
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.answerer import Answerer
 from appliance.answer.prompt import REFUSAL
 from appliance.config import Settings, load_settings
-from appliance.evaluate.paired import compare_runs
 from appliance.evaluate.runner import QAItem, load_qa
 from appliance.ingest.pipeline import ingest
 from appliance.models.generation import ChatMessage, Generator, load_generator
 from appliance.models.registry import load_embedder
 from appliance.retrieve.fusion import reciprocal_rank_fusion
+from scripts.lib.paired import compare_runs
 
 REPO = Path(__file__).resolve().parent.parent
 RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"

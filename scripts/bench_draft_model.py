@@ -43,7 +43,7 @@ from appliance.evaluate.runner import load_qa
 from appliance.ingest.pipeline import ingest
 from appliance.models.generation import load_generator
 from appliance.models.generation.drafting import GreedyVerifier, PromptLookup
-from appliance.models.generation.local import KV_CACHE_TYPES, LlamaCppGenerator, _model_params, hold_prefix
+from appliance.models.generation.local import KV_CACHE_TYPES, LlamaCppGenerator, hold_prefix, model_params
 from scripts.bench_generation import REPO, SETS, Recording, prompt_of
 
 
@@ -91,7 +91,7 @@ class ModelDraft(PromptLookup):
 def open_llama(path: Path, inner: LlamaCppGenerator) -> llama_cpp.Llama:
     """A Llama with the appliance generator's context, threads, flash attention, KV cache and repacking."""
     kv = KV_CACHE_TYPES[inner.kv_cache_type]
-    with _model_params(use_extra_bufts=inner.repack):
+    with model_params(use_extra_bufts=inner.repack):
         return llama_cpp.Llama(
             model_path=str(path),
             n_ctx=inner.n_ctx,

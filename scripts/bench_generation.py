@@ -49,7 +49,7 @@ from appliance.config import load_settings
 from appliance.evaluate.runner import load_qa
 from appliance.ingest.pipeline import ingest
 from appliance.models.generation import ChatMessage, GenerationStream, load_generator
-from appliance.models.generation.local import KV_CACHE_TYPES, LlamaCppGenerator, _model_params, hold_prefix
+from appliance.models.generation.local import KV_CACHE_TYPES, LlamaCppGenerator, hold_prefix, model_params
 
 REPO = Path(__file__).resolve().parent.parent
 RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
@@ -175,7 +175,7 @@ def plain_llama(inner: LlamaCppGenerator, config: str) -> llama_cpp.Llama:
     repacking (the text must then be identical), "defaults": llama-cpp-python's own defaults for those."""
     same = config == "same"
     kv = KV_CACHE_TYPES[inner.kv_cache_type if same else "f16"]
-    with _model_params(use_extra_bufts=inner.repack if same else True):
+    with model_params(use_extra_bufts=inner.repack if same else True):
         return llama_cpp.Llama(
             model_path=str(inner.model_path),
             n_ctx=inner.n_ctx,

@@ -1,5 +1,5 @@
 """MTRAG-UN follow-ups: gold-passage recall@5 of the last turn alone vs the rewritten standalone question,
-and the evidence decision's refusals per answerability label (library: appliance/evaluate/mtrag.py).
+and the evidence decision's refusals per answerability label (library: scripts/lib/mtrag.py).
 
 For each collection (ibmcloud, clapnq) of ../shared/data/mtrag-un/tasks.jsonl, the pool of that
 collection's gold passages is written to a temporary folder, indexed in a temporary APPLIANCE_HOME
@@ -30,11 +30,16 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
+
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.followup import REWRITE_MAX_TOKENS
 from appliance.answer.prompt import SYSTEM_PROMPT
 from appliance.config import load_settings
-from appliance.evaluate.mtrag import (
+from appliance.ingest.pipeline import ingest
+from appliance.models.generation import load_generator
+from appliance.retrieve.search import Searcher
+from scripts.lib.mtrag import (
     COLLECTIONS,
     LABELS,
     RECALL_K,
@@ -45,9 +50,6 @@ from appliance.evaluate.mtrag import (
     summarize,
     write_passages,
 )
-from appliance.ingest.pipeline import ingest
-from appliance.models.generation import load_generator
-from appliance.retrieve.search import Searcher
 
 REPO = Path(__file__).resolve().parent.parent
 TASKS = REPO.parent / "shared" / "data" / "mtrag-un" / "tasks.jsonl"

@@ -1,7 +1,7 @@
 """Perturbation suite: does the evidence decision (answer or refuse, before any LLM call) flip on wording?
 
 For every question of the team's golden sets (runbooks tune, held-out, sampled; demo corpus), each
-perturbation of appliance/evaluate/perturb.py (one typo, a synonym, the pager's `[FIRING:1]` and
+perturbation of scripts/lib/perturb.py (one typo, a synonym, the pager's `[FIRING:1]` and
 labels, a wildcard in an alert or metric name, lower/upper case, an added `p99` or `5xx`, a
 narrative lead-in) is searched, and the decision compared with the one on the original wording.
 Retrieval only, no generation: a few minutes on 2 cores once the indexes exist.
@@ -26,9 +26,15 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
+
 import appliance  # noqa: F401  (offline environment first)
 from appliance.config import Settings, load_settings
-from appliance.evaluate.flips import (
+from appliance.evaluate.runner import load_qa
+from appliance.ingest.pipeline import ingest
+from appliance.ingest.writer import IngestReport
+from appliance.retrieve.search import Searcher, SearchResult
+from scripts.lib.flips import (
     FlipRow,
     Question,
     control_refusals,
@@ -36,10 +42,6 @@ from appliance.evaluate.flips import (
     flip_rows_json,
     summarize_flips,
 )
-from appliance.evaluate.runner import load_qa
-from appliance.ingest.pipeline import ingest
-from appliance.ingest.writer import IngestReport
-from appliance.retrieve.search import Searcher, SearchResult
 
 REPO = Path(__file__).resolve().parent.parent
 RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"

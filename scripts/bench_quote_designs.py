@@ -35,7 +35,14 @@ from typing import Any
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.evidence_sentences import best_sentences, lexical_scores
 from appliance.answer.passages import Window
-from appliance.answer.quotes import MAX_QUOTE_WORDS, MIN_MATCH, _absent, _flat, _segments, _specifics
+from appliance.answer.quotes import (
+    MAX_QUOTE_WORDS,
+    MIN_MATCH,
+    flat_line,
+    line_specifics,
+    missing_from,
+    quotable_segments,
+)
 from appliance.evaluate.runner import QAItem, load_qa
 from appliance.index.catalog import Catalog
 from appliance.retrieve.search import Searcher
@@ -71,10 +78,10 @@ def question_line(embed: Callable[[Sequence[str]], Any], specific_only: bool) ->
         if not found:
             return []
         start, end, _ = found[0]
-        line = _flat(text[start:end])
+        line = flat_line(text[start:end])
         if len(line.split()) > MAX_QUOTE_WORDS:
             return []
-        if specific_only and not any(_absent(s, body) for s in _specifics(line)):
+        if specific_only and not any(missing_from(s, body) for s in line_specifics(line)):
             return []
         return [line]
 
@@ -90,9 +97,9 @@ def resting_lines(cap: int) -> Design:
             if text is None:
                 continue
             citing = [s for s in sentences if f"[{n}]" in s] or sentences
-            for segment in _segments(text):
-                line = _flat(text[segment.start : segment.end])
-                if len(line.split()) > MAX_QUOTE_WORDS or not any(_absent(s, body) for s in _specifics(line)):
+            for segment in quotable_segments(text):
+                line = flat_line(text[segment.start : segment.end])
+                if len(line.split()) > MAX_QUOTE_WORDS or not any(missing_from(s, body) for s in line_specifics(line)):
                     continue
                 score = max(lexical_scores(sentence, [line])[0] for sentence in citing)
                 if score >= MIN_MATCH:

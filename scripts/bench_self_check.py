@@ -126,8 +126,8 @@ def resting_lines(answer: str, sources: dict[int, str]) -> list[str]:
         n = next(iter(sentence.cited))
         if n not in sources:
             continue
-        segments = quotes._segments(sources[n])
-        index = quotes._resting_line(sentence.text, sources[n], segments)
+        segments = quotes.quotable_segments(sources[n])
+        index = quotes.resting_line(sentence.text, sources[n], segments)
         if index is None:
             continue
         line = " ".join(sources[n][segments[index].start : segments[index].end].split())

@@ -20,7 +20,7 @@ its text and the sources' lines quoted under it. Phrases match case-insensitivel
 Markdown emphasis (* and `) ignored on both sides.
 
 With --perturb (quoted design only), every question is also asked in each operator-style variant of
-appliance/evaluate/perturb.py (one typo, a synonym, the alert pasted from a pager, a wildcard, lower and
+scripts/lib/perturb.py (one typo, a synonym, the alert pasted from a pager, a wildcard, lower and
 upper case, an added p99 or 5xx, a narrative lead-in): a flip is a variant refused where the question was
 answered or the reverse; for answers that stand on both, a moved answer is one that shows another section.
 
@@ -41,6 +41,8 @@ import sys
 import time
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.answerer import Answerer, AnswerResult
@@ -185,7 +187,7 @@ MTRAG_TASKS = REPO.parent / "shared" / "data" / "mtrag-un" / "tasks.jsonl"
 
 def run_mtrag(home: Path, models_dir: Path) -> dict[str, Any]:
     """The quoted decision on MTRAG-UN: refusals per answerability label (see the module docstring)."""
-    from appliance.evaluate.mtrag import load_tasks, write_passages
+    from scripts.lib.mtrag import load_tasks, write_passages
 
     report: dict[str, Any] = {}
     for collection in ("ibmcloud", "clapnq"):
@@ -296,7 +298,7 @@ def main() -> int:
 
 
 def _variants(item: dict[str, Any], answerer: Answerer, original: dict[str, Any]) -> list[dict[str, Any]]:
-    from appliance.evaluate.perturb import perturb
+    from scripts.lib.perturb import perturb
 
     found = []
     for variant in perturb(item["question"], item["id"]):

@@ -772,6 +772,57 @@ def test_once_the_listener_has_left_the_answer_thread_no_longer_calls_into_the_e
     state.asks_in_flight.release()
 
 
+class CountedGenerator(GatedGenerator):
+    """Counts its request in its queue depth from the first piece to the end, as the remote backend does."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.in_flight = 0
+
+    def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
+        def pieces() -> Iterator[str]:
+            self.in_flight += 1
+            try:
+                yield "first"
+                self.release.wait(timeout=30)
+                yield " second [1]."
+            finally:
+                self.in_flight -= 1
+                self.closed.set()
+
+        return GenerationStream(pieces(), StatsBox())  # type: ignore[arg-type]
+
+    def queue_depth(self) -> int:
+        return self.in_flight
+
+
+def test_the_queue_depth_follows_each_generation_in_and_out_without_a_scrape(api_settings: Settings) -> None:
+    # With several workers a scrape reaches one of them: the others' depth must be current already.
+    generator = CountedGenerator()
+    app = create_app(api_settings, answerer=Answerer(api_settings, generator=generator))  # type: ignore[arg-type]
+    state: AppState = app.state.appliance
+
+    def depth() -> float:
+        found = re.search(r"^appliance_generator_queue_depth (\S+)$", state.metrics.render({}).decode(), re.MULTILINE)
+        assert found
+        return float(found.group(1))
+
+    during: list[float] = []
+
+    async def main() -> None:
+        async for event in answer_events(state, QUESTION, k=None, filters=NO_FILTERS):
+            if event.kind == "token" and not during:
+                during.append(depth())
+                generator.release.set()
+
+    anyio.run(main)
+    assert during == [1]
+    started = time.monotonic()
+    while depth() != 0 and time.monotonic() - started < 5:
+        time.sleep(0.01)
+    assert depth() == 0
+
+
 def test_leaving_while_queued_takes_the_request_out_of_the_queue(api_settings: Settings) -> None:
     generator = QueuedGenerator()
     app = create_app(api_settings, answerer=Answerer(api_settings, generator=generator))  # type: ignore[arg-type]

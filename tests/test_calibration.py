@@ -119,7 +119,7 @@ def test_a_search_with_another_embedder_falls_back_and_says_so_in_the_log(
 ) -> None:
     from appliance.models import calibration
 
-    calibration._warned.clear()  # once per process: this test wants to see it
+    calibration.logged_warnings.clear()  # once per process: this test wants to see it
     with caplog.at_level(logging.WARNING, logger="appliance.calibration"):
         searcher = Searcher(second)
         try:

@@ -32,7 +32,7 @@ import pytest
 
 from appliance.config import GeneratorSettings, Settings
 from appliance.errors import ConfigError, GeneratorBusy, GeneratorError, ModelNotFound
-from appliance.models.generator import (
+from appliance.models.generation import (
     ChatMessage,
     FairQueue,
     GenerationStats,
@@ -360,7 +360,7 @@ def test_the_openai_backend_runs_where_llama_cpp_python_cannot_be_imported() -> 
     script = (
         "import sys\n"
         "sys.modules['llama_cpp'] = None  # any import of llama_cpp now fails\n"
-        "import appliance.cli.main, appliance.server.app, appliance.models.generator\n"
+        "import appliance.cli.main, appliance.server.app, appliance.models.generation\n"
         "from appliance.config import Settings\n"
         "from appliance.models.generation import load_generator\n"
         "settings = Settings()\n"

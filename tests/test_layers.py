@@ -1,5 +1,9 @@
-"""The package's import graph follows the layer order written in docs/architecture.md: no import from a
-lower layer to a higher one, none between peers of one layer, and so no cycle between packages."""
+"""The import graph follows the layer order written in docs/architecture.md: no import from a lower layer
+to a higher one, none between peers of one layer, and so no cycle between packages.
+
+The product (`appliance/`) sits below the lab (`scripts/lib/`, code only benchmarks use) and the
+scripts (`scripts/`): a script may import the lab and the product, the lab the product, and the product
+neither."""
 
 from __future__ import annotations
 
@@ -9,6 +13,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parent.parent
 PACKAGE = REPO / "appliance"
+CHECKED = ("appliance", "scripts")  # the top-level folders whose imports are checked
 
 
 def documented_layers() -> dict[str, int]:
@@ -26,8 +31,11 @@ def documented_layers() -> dict[str, int]:
 
 
 def unit_of(module: str) -> str:
-    """appliance.answer.support -> answer; appliance.config -> config; appliance -> appliance."""
+    """appliance.answer.support -> answer; appliance -> appliance; scripts.lib.flips -> scripts.lib;
+    scripts.bench_sop, scripts.reliability.procs -> scripts."""
     parts = module.split(".")
+    if parts[0] == "scripts":
+        return "scripts.lib" if parts[1:2] == ["lib"] else "scripts"
     return parts[1] if len(parts) > 1 else parts[0]
 
 
@@ -36,10 +44,22 @@ def module_name(path: Path, repo: Path = REPO) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def script_module(target: str, path: Path, repo: Path) -> str:
+    """A bare import in a script (`import bench_perturbations`, found on sys.path as the script's own
+    folder or scripts/) as the module it names there: scripts.bench_perturbations."""
+    first = target.split(".")[0]
+    for folder in (path.parent, repo / "scripts"):
+        if (folder / f"{first}.py").is_file() or (folder / first / "__init__.py").is_file():
+            return module_name(folder / first, repo) + target[len(first) :]
+    return target
+
+
 def imported_modules(path: Path, repo: Path = REPO) -> list[tuple[str, int]]:
-    """(module, line) of every appliance import in the file, wherever in the file it is."""
+    """(module, line) of every import of the product, the lab or a script in the file, wherever in
+    the file it is."""
     name = module_name(path, repo)
     package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+    in_scripts = name.split(".")[0] == "scripts"
     found: list[tuple[str, int]] = []
     for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
         if isinstance(node, ast.ImportFrom):
@@ -52,14 +72,16 @@ def imported_modules(path: Path, repo: Path = REPO) -> list[tuple[str, int]]:
             targets = [alias.name for alias in node.names]
         else:
             continue
-        found += [(t, node.lineno) for t in targets if t == "appliance" or t.startswith("appliance.")]
+        if in_scripts:
+            targets = [script_module(t, path, repo) for t in targets]
+        found += [(t, node.lineno) for t in targets if t.split(".")[0] in CHECKED]
     return found
 
 
 def package_imports(repo: Path = REPO) -> list[tuple[str, str, str]]:
     """(importing unit, imported unit, where) for every import that crosses units."""
     crossings = []
-    for path in sorted((repo / "appliance").rglob("*.py")):
+    for path in sorted(p for folder in CHECKED for p in (repo / folder).rglob("*.py")):
         source = unit_of(module_name(path, repo))
         for target, line in imported_modules(path, repo):
             if unit_of(target) != source:
@@ -76,8 +98,8 @@ def violations(repo: Path = REPO) -> list[str]:
     ]
 
 
-def test_every_unit_of_the_package_has_a_layer() -> None:
-    units = {unit_of(module_name(path)) for path in PACKAGE.rglob("*.py")}
+def test_every_unit_of_the_package_and_the_scripts_has_a_layer() -> None:
+    units = {unit_of(module_name(path)) for folder in CHECKED for path in (REPO / folder).rglob("*.py")}
     assert units <= set(documented_layers()), (
         f"not in docs/architecture.md's layers: {units - set(documented_layers())}"
     )
@@ -117,4 +139,19 @@ def test_the_check_finds_upward_sideways_and_relative_imports(tmp_path: Path) ->
     assert violations(tmp_path) == [
         "appliance/ingest/__init__.py:1: ingest (layer 7) imports retrieve (layer 7)",
         "appliance/text/rules.py:2: text (layer 4) imports server (layer 10)",
+    ]
+
+
+def test_the_product_imports_neither_the_lab_nor_a_script(tmp_path: Path) -> None:
+    (tmp_path / "appliance" / "answer").mkdir(parents=True)
+    (tmp_path / "scripts" / "lib").mkdir(parents=True)
+    (tmp_path / "appliance" / "answer" / "quoted.py").write_text("from scripts.lib.paired import compare_runs\n")
+    (tmp_path / "appliance" / "cli.py").write_text("import scripts.bench_sop\n")
+    (tmp_path / "scripts" / "lib" / "__init__.py").write_text("")
+    (tmp_path / "scripts" / "lib" / "flips.py").write_text("from appliance.answer import quoted\nimport bench_sop\n")
+    (tmp_path / "scripts" / "bench_sop.py").write_text("from scripts.lib import flips\nimport appliance.cli\n")
+    assert violations(tmp_path) == [
+        "appliance/answer/quoted.py:1: answer (layer 8) imports scripts.lib (layer 12)",
+        "appliance/cli.py:1: cli (layer 11) imports scripts (layer 13)",
+        "scripts/lib/flips.py:2: scripts.lib (layer 12) imports scripts (layer 13)",
     ]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from appliance.evaluate.paired import Row, compare_runs
+from scripts.lib.paired import Row, compare_runs
 
 
 def row(id: str, *, answerable: bool = True, hit: bool = False, refused: bool = False, text: str = "") -> Row:

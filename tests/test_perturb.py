@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from appliance.evaluate.flips import Question, control_refusals, decision_flips, summarize_flips
-from appliance.evaluate.perturb import KINDS, invented_name, invented_name_controls, perturb, synonym, typo, wildcard
+from scripts.lib.flips import Question, control_refusals, decision_flips, summarize_flips
+from scripts.lib.perturb import KINDS, invented_name, invented_name_controls, perturb, synonym, typo, wildcard
 
 ALERT = "KubePodCrashLooping firing in payments, how do I find the crashing container?"
 PLAIN = "the chlorine residual keeps dropping at night, what should I check first?"

@@ -1,6 +1,7 @@
 """`appliance serve --workers N`: refused on the local Chroma store; with a real `chroma run` server, a
-real multi-process server whose workers all answer, share the token store and the audit chain, and
-stop cleanly. Also: a worker that cannot start stops the command instead of being restarted forever.
+real multi-process server whose workers all answer, share the token store, the audit chain and the
+metrics (either worker's /metrics counts both), and stop cleanly. Also: a worker that cannot start
+stops the command instead of being restarted forever.
 """
 
 from __future__ import annotations
@@ -189,6 +190,15 @@ def post_search(url: str, query: str, token: str | None = None) -> tuple[int, di
         return exc.code, json.loads(exc.read() or b"{}")
 
 
+def searches_counted(url: str) -> float:
+    """The server's count of answered searches, from /metrics (any worker may answer the scrape)."""
+    with urllib.request.urlopen(url + "/metrics", timeout=30) as response:
+        text = response.read().decode()
+    found = re.search(r'^appliance_requests_total\{endpoint="/v1/search",status="200"\} (\S+)$', text, re.MULTILINE)
+    assert found, text
+    return float(found.group(1))
+
+
 def searches_per_worker(log: Path) -> Counter[int]:
     return Counter(int(m.group(1)) for m in SEARCH_LINE.finditer(log.read_text(errors="replace")))
 
@@ -240,6 +250,10 @@ def test_two_workers_answer_share_tokens_and_audit_and_stop_cleanly(served: Serv
             sent += 10
     per_worker = eventually(lambda: searches_per_worker(served.log), lambda found: sum(found.values()) >= sent)
     assert sum(per_worker.values()) == sent and set(per_worker) == workers, (per_worker, workers)
+
+    # Both workers searched; whichever answers /metrics counts every search of them both.
+    scrapes = [searches_counted(served.url) for _ in range(2 * WORKERS)]
+    assert scrapes == [sent] * len(scrapes), (scrapes, per_worker)
 
     # The token store is one SQLite file: a token created now binds every worker at once.
     # (Two tokens: revoking the only one would bring back single-host mode.)

@@ -171,7 +171,7 @@ def build_prompt(
 
     # Plain rank order. Taking the best document's retrieved chunks first, and letting a retrieved chunk
     # already given as a neighbour bring its own followers, put every key phrase in 85% of tune prompts
-    # (77% now) but the answers gained 1 and lost 4 of 29 (numeric noise alone moves about 2, evaluate/paired.py):
+    # (77% now) but the answers gained 1 and lost 4 of 29 (numeric noise alone moves about 2, scripts/lib/paired.py):
     # more of one document distracts the 1.5B model.
     # Whole chunks, not the sentences that best match the question: keeping only the best-matching
     # sentences of the top 6 (or 12) chunks within the same 1,100 tokens put every key phrase in 55% (48%)

@@ -52,26 +52,29 @@ class Quote:
     sentence: str  # the answer sentence it stands under
 
 
-def _flat(text: str) -> str:
+def flat_line(text: str) -> str:
+    """The line with its whitespace collapsed, as it is quoted and compared."""
     return " ".join(text.split())
 
 
-def _specifics(text: str) -> list[str]:
+def line_specifics(text: str) -> list[str]:
     """Identifiers, numbers with their units, frequencies and code spans of a line."""
     terms = extract_terms(text)
     found = [*terms.identifiers, *(q.written for q in terms.numbers), *frequencies_in(text).values()]
     return found
 
 
-def _absent(specific: str, answer: str) -> bool:
+def missing_from(specific: str, answer: str) -> bool:
+    """Whether the answer carries the specific nowhere (as a whole identifier, or verbatim)."""
     return not identifier_in(specific, answer) and specific.casefold() not in answer.casefold()
 
 
-def _segments(text: str) -> list[Segment]:
+def quotable_segments(text: str) -> list[Segment]:
+    """The source's sentences, list items and code lines: what a quote may be (never a heading)."""
     return [s for s in split_sentences(text) if s.kind != "heading"]
 
 
-def _resting_line(claim: str, text: str, segments: Sequence[Segment]) -> int | None:
+def resting_line(claim: str, text: str, segments: Sequence[Segment]) -> int | None:
     """Index of the segment of `text` that the claim rests on, None when none shares enough of it."""
     if not segments:
         return None
@@ -81,7 +84,7 @@ def _resting_line(claim: str, text: str, segments: Sequence[Segment]) -> int | N
 
 
 def _quote(n: int, text: str, segment: Segment, why: str, sentence: str) -> Quote | None:
-    line = _flat(text[segment.start : segment.end])
+    line = flat_line(text[segment.start : segment.end])
     if segment.kind == "code":
         line = "\n".join(part.rstrip() for part in text[segment.start : segment.end].strip("\n").split("\n"))
     if len(line.split()) > MAX_QUOTE_WORDS:
@@ -105,13 +108,13 @@ def select_quotes(
     sources: Mapping[int, str],
 ) -> list[Quote]:
     """The quotes for an answer that stands (rules in the module docstring), in answer order."""
-    segments = {n: _segments(text) for n, text in sources.items()}
+    segments = {n: quotable_segments(text) for n, text in sources.items()}
     quotes: list[Quote] = []
     seen: set[tuple[int, int]] = set()
 
     def add(n: int, index: int, why: str, sentence: str) -> None:
         segment = segments[n][index]
-        if (n, segment.start) in seen or _flat(sources[n][segment.start : segment.end]) in _flat(answer):
+        if (n, segment.start) in seen or flat_line(sources[n][segment.start : segment.end]) in flat_line(answer):
             return
         quote = _quote(n, sources[n], segment, why, sentence)
         if quote is not None:
@@ -124,7 +127,7 @@ def select_quotes(
         n = next(iter(sentence.cited))
         if n not in sources:
             continue
-        index = _resting_line(sentence.text, sources[n], segments[n])
+        index = resting_line(sentence.text, sources[n], segments[n])
         if index is None:
             continue
         if verdict.reworded:
@@ -134,6 +137,6 @@ def select_quotes(
         for chosen in _with_following_code(segments[n], index):
             segment = segments[n][chosen]
             line = sources[n][segment.start : segment.end]
-            if any(_absent(specific, answer) for specific in _specifics(line)):
+            if any(missing_from(specific, answer) for specific in line_specifics(line)):
                 add(n, chosen, "key fact", sentence.text)
     return quotes[:MAX_QUOTES]

@@ -167,12 +167,6 @@ class SentenceSupport:
         """It asserts what its source negates, or swaps a word for its opposite (`_contradiction`)."""
         return self.checked and not self.supported and self.reason.startswith(_CONTRADICTS)
 
-    @property
-    def contradicted(self) -> bool:
-        """Unsupported for what no rewording excuses: a missing identifier, number or command, a flipped
-        negation or opposite, a source not given (not for too few words, nor for citing nothing)."""
-        return self.checked and not self.supported and not self.reason.startswith(("only ", "cites nothing"))
-
 
 @dataclass(frozen=True)
 class SupportReport:

@@ -10,7 +10,7 @@ server (vectors.url): the local PersistentClient is single-process.
 from __future__ import annotations
 
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 
 import click
@@ -106,8 +106,33 @@ def _run_workers(settings: Settings, workers: int) -> None:
     from uvicorn.config import STARTUP_FAILURE
     from uvicorn.supervisors import Multiprocess
 
+    from appliance.server.metrics import MULTIPROCESS_ENV, forget_worker, fresh_multiprocess_folder
+
+    class Supervisor(Multiprocess):
+        """uvicorn's, plus: a worker that is gone (died, or retired by a signal) leaves the live gauges."""
+
+        def handle_signals(self) -> None:
+            self._forgetting_the_gone(super().handle_signals)
+
+        def keep_subprocess_alive(self) -> None:
+            self._forgetting_the_gone(super().keep_subprocess_alive)
+
+        def _forgetting_the_gone(self, step: Callable[[], None]) -> None:
+            before = {process.pid for process in self.processes}
+            step()
+            for pid in before - {process.pid for process in self.processes}:
+                if pid is not None:
+                    forget_worker(metrics_folder, pid)
+
     host, port = settings.server.host, settings.server.port
-    with _environment({"APPLIANCE_SERVER_HOST": host, "APPLIANCE_SERVER_PORT": str(port)}):
+    # Every worker counts into one folder, so /metrics answers for the server, not for the worker it reached.
+    metrics_folder = fresh_multiprocess_folder(settings.metrics_dir)
+    environment = {
+        "APPLIANCE_SERVER_HOST": host,
+        "APPLIANCE_SERVER_PORT": str(port),
+        MULTIPROCESS_ENV: str(metrics_folder),
+    }
+    with _environment(environment):
         if load_settings() != settings:
             raise ApplianceError(
                 "the worker processes would not see the settings this command uses: pass settings to "
@@ -123,7 +148,7 @@ def _run_workers(settings: Settings, workers: int) -> None:
             log_level="info",
             access_log=False,
         )
-        supervisor = Multiprocess(config, sockets=[config.bind_socket()])
+        supervisor = Supervisor(config, sockets=[config.bind_socket()])
         supervisor.run()
     failed = [process.pid for process in supervisor.processes if process.exitcode == STARTUP_FAILURE]
     if failed:
@@ -153,7 +178,7 @@ def register(cli: click.Group) -> None:
         worker loads its own embedder and, on its first question, its own local LLM (N copies in
         memory, and generator.queue_size applies per worker) unless generator.backend = "openai"
         points every worker at one shared model server. Tokens and the audit log are shared files, so
-        token rules and the audit chain hold across workers; /metrics counts per worker.
+        token rules and the audit chain hold across workers, and /metrics counts for them all.
 
         Example: appliance serve --host 0.0.0.0 --port 8080
 

@@ -81,11 +81,6 @@ def _inside(path: str, folder: str) -> bool:
     return path == folder or path.startswith(folder.rstrip(os.sep) + os.sep)
 
 
-def read_original(settings: Settings, catalog: Catalog, document_id: int) -> Original:
-    """The document's bytes as they are on disk now, or DocumentUnavailable saying why they are not served."""
-    return read_file(settings, indexed_document(catalog, document_id))
-
-
 def read_file(settings: Settings, document: DocumentRow) -> Original:
     """The bytes of an indexed document's file (the catalog row from `indexed_document`), confined to its source."""
     source = os.path.realpath(document.source)

@@ -16,7 +16,6 @@ writing through it would spread that graph.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import os
 import sys
@@ -129,14 +128,3 @@ def local_store(path: Path) -> LocalStore:
         if store is None:
             store = _stores[key] = LocalStore(key)
         return store
-
-
-def forget_local_stores() -> None:
-    """Let go of every claim of this process (tests that drop Chroma's own client cache call this too)."""
-    with _stores_lock:
-        for store in _stores.values():
-            with contextlib.suppress(OSError), store._lock:
-                if store._fd is not None:
-                    os.close(store._fd)
-                store._fd, store._users = None, 0
-        _stores.clear()

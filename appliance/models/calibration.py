@@ -20,7 +20,7 @@ from typing import Any
 from appliance.config import Settings
 
 log = logging.getLogger("appliance.calibration")
-_warned: set[str] = set()
+logged_warnings: set[str] = set()  # what this process has logged already
 
 
 @dataclass(frozen=True)
@@ -90,6 +90,6 @@ def support_calibrated(settings: Settings) -> bool:
 def log_calibration_warnings(settings: Settings) -> None:
     """Log each mismatch once per process (every searcher of a process would repeat it)."""
     for warning in calibration_warnings(settings):
-        if warning not in _warned:
-            _warned.add(warning)
+        if warning not in logged_warnings:
+            logged_warnings.add(warning)
             log.warning("%s", warning)

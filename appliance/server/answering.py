@@ -62,9 +62,12 @@ class _TrackedGenerator:
     The shared generator is resolved lazily, so a refusal (no model asked) never loads the model.
     """
 
-    def __init__(self, resolve: Callable[[], Generator], handle: _StreamHandle) -> None:
+    def __init__(
+        self, resolve: Callable[[], Generator], handle: _StreamHandle, queue_changed: Callable[[], None]
+    ) -> None:
         self._resolve = resolve
         self._handle = handle
+        self._queue_changed = queue_changed  # the queue-depth gauge follows a request in and out
 
     @property
     def model_id(self) -> str:
@@ -87,10 +90,14 @@ class _TrackedGenerator:
     def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
         stream = self._resolve().stream(messages, max_tokens=max_tokens)
         self._handle.attach(stream)
+        self._queue_changed()
         return stream
 
     def complete(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> tuple[str, GenerationStats]:
-        return self._resolve().complete(messages, max_tokens=max_tokens)
+        try:
+            return self._resolve().complete(messages, max_tokens=max_tokens)
+        finally:
+            self._queue_changed()
 
     def queue_depth(self) -> int:
         return self._resolve().queue_depth()
@@ -125,7 +132,7 @@ async def answer_events(
     view = Answerer(
         state.settings,
         searcher=state.searcher,
-        generator=_TrackedGenerator(state.generator, handle),  # type: ignore[arg-type]
+        generator=_TrackedGenerator(state.generator, handle, state.refresh_queue_depth),  # type: ignore[arg-type]
     )
     send, receive = anyio.create_memory_object_stream[tuple[str, Any]](0)
     token = anyio.lowlevel.current_token()
@@ -147,7 +154,12 @@ async def answer_events(
             iterator = view.events(question, k=k, filters=filters, history=history, mode=mode)
             with state.retrieval_lock:  # retrieval and prompt building happen before the first event
                 event = next(iterator, _END)
+            counted = False
             while event is not _END:
+                if isinstance(event, AnswerEvent) and event.kind == "token" and not counted:
+                    # a remote backend counts its request from the first piece on
+                    state.refresh_queue_depth()
+                    counted = True
                 deliver("event", event)
                 event = next(iterator, _END)
             deliver("end", None)
@@ -166,6 +178,8 @@ async def answer_events(
                 log_unexpected(None, exc)
             finally:
                 state.asks_in_flight.release()
+                with contextlib.suppress(Exception):  # its stream closed: the request left the model's queue
+                    state.refresh_queue_depth()
 
     deadline = None if timeout_s is None else time.monotonic() + timeout_s
     finished = False

@@ -1,4 +1,10 @@
-"""Prometheus metrics, hand-written in the text exposition format (prometheus_client is not a dependency).
+"""Prometheus metrics (prometheus_client): one set of counts for the server, however many workers serve it.
+
+`appliance serve --workers N` hands its workers a private folder (PROMETHEUS_MULTIPROC_DIR, the home's
+metrics/ folder, emptied at start): each worker's counters and histograms live in files there, a
+scrape answered by any worker reads them all (prometheus_client's multiprocess mode), and the queue
+depth is the sum over the live workers. A single process (`--workers 1`, the tests) counts in a
+registry of its own app.
 
 Labels are only route templates, status codes and stage names: never a question, a path of a
 document or anything else a client chose, so the series count stays bounded.
@@ -6,103 +12,121 @@ document or anything else a client chose, so the series count stays bounded.
 
 from __future__ import annotations
 
-import math
+import os
+import shutil
 import threading
-from collections.abc import Iterable
-from dataclasses import dataclass, field
+from collections.abc import Callable, Iterable
+from pathlib import Path
 
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.exposition import CONTENT_TYPE_PLAIN_0_0_4
+from prometheus_client.metrics_core import Metric
+from prometheus_client.multiprocess import MultiProcessCollector, mark_process_dead
+from prometheus_client.registry import Collector
+
+# prometheus_client reads it when it is imported: a worker must have it in its environment from the start.
+MULTIPROCESS_ENV = "PROMETHEUS_MULTIPROC_DIR"
+MEDIA_TYPE = CONTENT_TYPE_PLAIN_0_0_4  # the text format Prometheus has always read
 # Seconds: from a cached /healthz to a long local generation on a CPU.
 REQUEST_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
 STAGES = ("retrieve", "rerank", "first_token", "total")
-
-
-@dataclass
-class _Histogram:
-    buckets: tuple[float, ...]
-    counts: list[int] = field(default_factory=list)
-    total: float = 0.0
-    count: int = 0
-
-    def __post_init__(self) -> None:
-        self.counts = [0] * len(self.buckets)
-
-    def observe(self, value: float) -> None:
-        for position, bound in enumerate(self.buckets):
-            if value <= bound:
-                self.counts[position] += 1
-        self.total += value
-        self.count += 1
-
-
-def _escape(value: str) -> str:
-    return value.replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
-
-
-def _labels(pairs: Iterable[tuple[str, str]]) -> str:
-    inner = ",".join(f'{name}="{_escape(value)}"' for name, value in pairs)
-    return "{" + inner + "}" if inner else ""
-
-
-def _number(value: float) -> str:
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
-    if float(value).is_integer():
-        return str(int(value))
-    return repr(float(value))
 
 
 class Metrics:
     """Counters and histograms updated by the request middleware and the ask route; thread-safe."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._requests: dict[tuple[str, str], int] = {}
-        self._durations: dict[str, _Histogram] = {}
-        self._stages: dict[str, _Histogram] = {}
+        # This app's own registry, not prometheus_client's global one: a process that builds several
+        # apps (the tests) counts each apart. In multiprocess mode the counts are the folder's files.
+        self.folder = os.environ.get(MULTIPROCESS_ENV) or None
+        self._registry = CollectorRegistry()
+        self._requests = Counter(
+            "appliance_requests",  # exposed as appliance_requests_total
+            "HTTP requests served, by route and status.",
+            ("endpoint", "status"),
+            registry=self._registry,
+        )
+        self._durations = Histogram(
+            "appliance_request_duration_seconds",
+            "HTTP request duration, by route.",
+            ("endpoint",),
+            buckets=REQUEST_BUCKETS,
+            registry=self._registry,
+        )
+        self._stages = Histogram(
+            "appliance_stage_duration_seconds",
+            "Duration of the stages of an answer (retrieve, rerank, first_token, total).",
+            ("stage",),
+            buckets=REQUEST_BUCKETS,
+            registry=self._registry,
+        )
+        self._queue_depth = Gauge(
+            "appliance_generator_queue_depth",
+            "Generations running plus waiting for the model.",
+            multiprocess_mode="livesum",  # each worker has its own model queue: the server's is their sum
+            registry=self._registry,
+        )
+        self._depth_lock = threading.Lock()
 
     def observe_request(self, endpoint: str, status: int, seconds: float) -> None:
-        with self._lock:
-            key = (endpoint, str(status))
-            self._requests[key] = self._requests.get(key, 0) + 1
-            self._durations.setdefault(endpoint, _Histogram(REQUEST_BUCKETS)).observe(seconds)
+        self._requests.labels(endpoint, str(status)).inc()
+        self._durations.labels(endpoint).observe(seconds)
 
     def observe_stages(self, timings_ms: dict[str, float]) -> None:
         """Record the stages of one answer (AnswerResult.timings_ms); absent stages are not observed."""
-        with self._lock:
-            for stage in STAGES:
-                if stage in timings_ms:
-                    self._stages.setdefault(stage, _Histogram(REQUEST_BUCKETS)).observe(timings_ms[stage] / 1000.0)
+        for stage in STAGES:
+            if stage in timings_ms:
+                self._stages.labels(stage).observe(timings_ms[stage] / 1000.0)
 
-    def render(self, gauges: dict[str, tuple[str, float]]) -> str:
-        """The exposition text; `gauges` maps a metric name to (help, current value)."""
-        lines: list[str] = []
-        with self._lock:
-            lines += [
-                "# HELP appliance_requests_total HTTP requests served, by route and status.",
-                "# TYPE appliance_requests_total counter",
-            ]
-            for (endpoint, status), count in sorted(self._requests.items()):
-                lines.append(f"appliance_requests_total{_labels([('endpoint', endpoint), ('status', status)])} {count}")
-            lines += _histogram_lines(
-                "appliance_request_duration_seconds", "HTTP request duration, by route.", "endpoint", self._durations
-            )
-            lines += _histogram_lines(
-                "appliance_stage_duration_seconds",
-                "Duration of the stages of an answer (retrieve, rerank, first_token, total).",
-                "stage",
-                self._stages,
-            )
-        for name, (help_text, value) in sorted(gauges.items()):
-            lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", f"{name} {_number(value)}"]
-        return "\n".join(lines) + "\n"
+    def refresh_queue_depth(self, depth: Callable[[], int]) -> None:
+        """This process's queue depth, read now. Read and set under one lock: the last caller, who read
+        the latest depth, is the one whose value stays."""
+        with self._depth_lock:
+            self._queue_depth.set(depth())
+
+    def render(self, gauges: dict[str, tuple[str, float]]) -> bytes:
+        """The exposition text; `gauges` maps a metric name to (help, current value), read at this scrape."""
+        registry = CollectorRegistry()
+        if self.folder is not None:
+            MultiProcessCollector(registry, path=self.folder)
+        else:
+            registry.register(_WithoutCreated(self._registry))
+        registry.register(_Current(gauges))
+        return generate_latest(registry)
 
 
-def _histogram_lines(name: str, help_text: str, label: str, histograms: dict[str, _Histogram]) -> list[str]:
-    lines = [f"# HELP {name} {help_text}", f"# TYPE {name} histogram"]
-    for key, histogram in sorted(histograms.items()):
-        for bound, count in zip(histogram.buckets, histogram.counts, strict=True):
-            lines.append(f"{name}_bucket{_labels([(label, key), ('le', _number(bound))])} {count}")
-        lines.append(f"{name}_bucket{_labels([(label, key), ('le', '+Inf')])} {histogram.count}")
-        lines.append(f"{name}_sum{_labels([(label, key)])} {_number(histogram.total)}")
-        lines.append(f"{name}_count{_labels([(label, key)])} {histogram.count}")
-    return lines
+class _WithoutCreated(Collector):
+    """A registry's metrics without the `_created` timestamps prometheus_client adds in one process
+    (multiprocess mode has none): the same series either way."""
+
+    def __init__(self, registry: CollectorRegistry) -> None:
+        self._registry = registry
+
+    def collect(self) -> Iterable[Metric]:
+        for family in self._registry.collect():
+            family.samples = [sample for sample in family.samples if not sample.name.endswith("_created")]
+            yield family
+
+
+class _Current(Collector):
+    """Gauges read at the scrape by the worker answering it (the index is one for every worker)."""
+
+    def __init__(self, gauges: dict[str, tuple[str, float]]) -> None:
+        self._gauges = gauges
+
+    def collect(self) -> Iterable[Metric]:
+        for name, (help_text, value) in sorted(self._gauges.items()):
+            yield GaugeMetricFamily(name, help_text, value=value)
+
+
+def fresh_multiprocess_folder(folder: Path) -> Path:
+    """Empty the workers' metrics folder before they start: files of an earlier run would add their counts."""
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(mode=0o700, parents=True)
+    return folder
+
+
+def forget_worker(folder: Path, pid: int) -> None:
+    """A worker is gone: its share of the live gauges goes with it (its counts stay in the totals)."""
+    mark_process_dead(pid, str(folder))

@@ -6,18 +6,17 @@ from typing import Any
 
 import anyio
 from fastapi import APIRouter, Request
-from starlette.responses import PlainTextResponse, Response
+from starlette.responses import Response
 
 from appliance.models.calibration import calibration_warnings
 from appliance.models.store import ModelStore
+from appliance.server.metrics import MEDIA_TYPE
 from appliance.server.problems import Problem, problem_response
 from appliance.server.responses import ApplianceJSONResponse
 from appliance.server.state import AppState, app_state
 from appliance.status import index_status
 
 router = APIRouter(tags=["operations"])
-
-PROMETHEUS_MEDIA_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 
 @router.get("/healthz", summary="Liveness: the process is up")
@@ -93,11 +92,11 @@ async def readyz(request: Request) -> Response:
 
 
 def gauges(state: AppState) -> dict[str, tuple[str, float]]:
-    generator = state.loaded_generator()
-    depth = generator.queue_depth() if generator is not None else 0
+    """The gauges read at a scrape (blocking: run in a thread). The index is one for every worker, so the
+    worker answering reports it; the queue depth is each worker's own, summed over them (metrics.py)."""
+    state.refresh_queue_depth()
     counts = state.index_counts()
     return {
-        "appliance_generator_queue_depth": ("Generations running plus waiting for the model.", float(depth)),
         "appliance_index_documents": (
             "Documents indexed (not counting failed or skipped).",
             float(counts["documents"]),
@@ -110,4 +109,4 @@ def gauges(state: AppState) -> dict[str, tuple[str, float]]:
 async def metrics(request: Request) -> Response:
     state = app_state(request)
     current = await anyio.to_thread.run_sync(gauges, state)
-    return PlainTextResponse(state.metrics.render(current), media_type=PROMETHEUS_MEDIA_TYPE)
+    return Response(state.metrics.render(current), media_type=MEDIA_TYPE)

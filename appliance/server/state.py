@@ -67,6 +67,15 @@ class AppState:
         generator: Generator | None = getattr(self.answerer, "_generator", None)
         return generator
 
+    def refresh_queue_depth(self) -> None:
+        """This worker's share of the queue-depth gauge, read now (0 while no model is loaded)."""
+
+        def depth() -> int:
+            generator = self.loaded_generator()
+            return generator.queue_depth() if generator is not None else 0
+
+        self.metrics.refresh_queue_depth(depth)
+
     def generator_model_id(self) -> str:
         generator = self.loaded_generator()
         return generator.model_id if generator is not None else self.settings.generator.model

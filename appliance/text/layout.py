@@ -79,12 +79,6 @@ def signal_kind(text: str) -> ItemKind | None:
     return _SIGNAL_KIND.get(word)
 
 
-def opens_item(line: str) -> bool:
-    """Whether a line starts an item of its own (list marker, table row or code fence)."""
-    stripped = line.lstrip()
-    return list_marker(line) is not None or stripped.startswith(("|", "```", "~~~"))
-
-
 def ends_sentence(text: str) -> bool:
     return bool(_SENTENCE_END.search(text))
 

@@ -52,18 +52,6 @@ class GenerationStats:
     draft_tokens: int | None = None
     accepted_tokens: int | None = None
 
-    @property
-    def prefill_tokens_per_s(self) -> float | None:
-        if not self.prefill_ms or not self.prompt_eval_tokens:
-            return None
-        return self.prompt_eval_tokens * 1000.0 / self.prefill_ms
-
-    @property
-    def decode_tokens_per_s(self) -> float | None:
-        if not self.decode_ms or not self.decode_eval_tokens:
-            return None
-        return self.decode_eval_tokens * 1000.0 / self.decode_ms
-
 
 class StatsBox:
     """Where a running generation leaves its stats; shared by the stream object and its body.

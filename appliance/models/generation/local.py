@@ -74,9 +74,10 @@ _LAYER_LINE = re.compile(r"layer\s+(\d+) assigned to device (\S+?),")
 
 
 @contextlib.contextmanager
-def _model_params(**fields: Any) -> Iterator[None]:
+def model_params(**fields: Any) -> Iterator[None]:
     """Model parameters llama-cpp-python's Llama() takes no argument for (use_extra_bufts), set on the
-    defaults it starts from while one model loads (callers hold _LOAD_LOCK)."""
+    defaults it starts from while one model loads (the generator holds _LOAD_LOCK; a benchmark loading
+    its own plain Llama() for comparison uses it too)."""
     module = llama_cpp.llama.llama_cpp
     original = module.llama_model_default_params
 
@@ -213,7 +214,7 @@ class LlamaCppGenerator(GeneratorBase):
                 "`appliance models init` (development) or install a bundle; models are never downloaded."
             )
         router.install()
-        with _LOAD_LOCK, router.capture() as lines, _model_params(use_extra_bufts=self.repack):
+        with _LOAD_LOCK, router.capture() as lines, model_params(use_extra_bufts=self.repack):
             load_cpu_backend(self.cpu_variant)  # a build with every CPU variant: load the one for this CPU
             try:
                 llm = llama_cpp.Llama(

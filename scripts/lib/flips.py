@@ -1,7 +1,7 @@
 """Does a decision flip when the question is reworded? Flip rates per perturbation kind.
 
 `decision_flips` asks a decision function (refuse or not, and why) about each question and each of
-its perturbations (appliance/evaluate/perturb.py), and `summarize_flips` counts, per kind and
+its perturbations (scripts/lib/perturb.py), and `summarize_flips` counts, per kind and
 separately for answerable and unanswerable questions, how often the decision differs from the one
 on the original wording. For answerable questions a flip is a new refusal; for unanswerable ones a
 new answer. The invented-name controls must all be refused.
@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from appliance.evaluate.perturb import KINDS, invented_name_controls, perturb
+from scripts.lib.perturb import KINDS, invented_name_controls, perturb
 
 Decide = Callable[[str], tuple[bool, str]]  # question → (refused, reason)
 
