@@ -1,0 +1,52 @@
+"""report feedback / report gaps: thin wrappers over appliance.feedback and appliance.reports.gaps."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import click
+
+from appliance.cli.common import current_settings, echo_json, handle_errors
+from appliance.feedback import feedback_report
+from appliance.reports.period import DEFAULT_SINCE, parse_period
+
+SINCE_HELP = "The period, counted back from now: a number and m, h, d or w (7d, 24h, 2w)."
+
+
+def _quoted(text: Any) -> str:
+    # json.dumps keeps control characters in a stored question or comment from reaching the terminal.
+    return json.dumps(text, ensure_ascii=False) if text is not None else "-"
+
+
+def register(cli: click.Group) -> None:
+    @cli.group()
+    def report() -> None:
+        """Reports for SOP owners, read from the audit log: answer feedback and documentation gaps."""
+
+    @report.command("feedback")
+    @click.option("--since", default=DEFAULT_SINCE, help=SINCE_HELP)
+    @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
+    @handle_errors
+    def report_feedback(since: str, as_json: bool) -> None:
+        """How operators rated the answers of the period (POST /v1/feedback), newest first.
+
+        Each answer counts once, with its newest rating; the question is the preview its own audit
+        record keeps. Example: appliance report feedback --since 30d
+        """
+        data = feedback_report(current_settings().audit_dir, parse_period(since))
+        if as_json:
+            echo_json(data)
+            return
+        period = data["period"]
+        click.echo(f"{period['start']} .. {period['end']}")
+        click.echo(f"{data['rated']} answer(s) rated: {data['up']} up, {data['down']} down")
+        reasons = ", ".join(f"{reason} {count}" for reason, count in data["down_reasons"].items() if count)
+        if reasons:
+            click.echo(f"down, by reason: {reasons}")
+        for rating in data["ratings"]:
+            click.echo(
+                f"{rating['time']}  {rating['rating']:<4} {rating['reason'] or '-':<10} "
+                f"{rating['principal'] or '-'}  {_quoted(rating['question'])}"
+                + (f"  comment {_quoted(rating['comment'])}" if rating["comment"] else "")
+            )
