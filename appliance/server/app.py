@@ -45,6 +45,7 @@ from appliance.config import Settings, load_settings
 from appliance.errors import ApplianceError
 from appliance.server import (
     routes_admin,
+    routes_admin_tools,
     routes_answer,
     routes_documents,
     routes_feedback,
@@ -146,6 +147,7 @@ def create_app(settings: Settings, *, answerer: Answerer | None = None) -> FastA
         routes_openai,
         routes_feedback,
         routes_reports,
+        routes_admin_tools,
         routes_admin,
         routes_documents,
         routes_ops,

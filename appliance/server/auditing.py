@@ -32,6 +32,12 @@ AUDITED: dict[tuple[str, str], str] = {
     # The admin page's reads and actions: every one is audited.
     ("GET", "/v1/admin/feedback"): "admin_feedback",
     ("GET", "/v1/admin/gaps"): "admin_gaps",
+    ("GET", "/v1/admin/status"): "admin_status",
+    ("POST", "/v1/admin/models/verify"): "admin_models_verify",
+    ("POST", "/v1/admin/audit/verify"): "admin_audit_verify",
+    ("GET", "/v1/admin/tokens"): "admin_tokens",
+    ("POST", "/v1/admin/tokens"): "admin_token_create",
+    ("POST", "/v1/admin/tokens/{token_id}/revoke"): "admin_token_revoke",
     # Keyed by route template: who opened which document.
     ("GET", "/v1/documents/{document_id}/file"): "document_file",
     ("POST", "/v1/documents/{document_id}/view"): "document_view",

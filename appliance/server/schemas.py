@@ -123,3 +123,12 @@ class FeedbackRequest(_Strict):
         description="A remark; the audit log keeps only its first characters (audit.question_preview_chars) "
         "and its sha256, like a question.",
     )
+
+
+class TokenCreateRequest(_Strict):
+    role: Literal["operator", "admin"] = Field(description="operator: ask, search, open, feedback; admin: all.")
+    name: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$",
+        description="A unique name, shown in the audit log [default: ROLE-ID]; never reused, even after revocation.",
+    )
