@@ -48,7 +48,7 @@ from appliance import audit as audit_module  # noqa: E402
 from appliance.audit import AuditLog  # noqa: E402
 from appliance.config import ReportsSettings, Settings, load_settings  # noqa: E402
 from appliance.evaluate.perturb import perturb  # noqa: E402
-from appliance.reports.gaps import NOT_COVERED, Probe, gaps_report, searcher_probe  # noqa: E402
+from appliance.reports.gaps import NOT_COVERED, gaps_report, searcher_probe  # noqa: E402
 from appliance.reports.period import parse_period  # noqa: E402
 from appliance.retrieve.search import Searcher  # noqa: E402
 
@@ -126,7 +126,10 @@ def seed_log(settings: Settings, items: list[dict[str, Any]], search: Callable[[
                 question=item["text"],
                 sources=[{"path": hit.path, "chunk_id": hit.chunk_id, "score": hit.score} for hit in result.hits],
                 refused=refused,
-                extra={"answer_kind": "refusal" if refused else "excerpt", "evidence_confidence": result.evidence.probability},
+                extra={
+                    "answer_kind": "refusal" if refused else "excerpt",
+                    "evidence_confidence": result.evidence.probability,
+                },
             )
             # Wrong answers (to unanswerable questions) are rated down more often than the others.
             share = 0.5 if item["unanswerable"] else 0.1
@@ -256,7 +259,9 @@ def main() -> None:
             result = {"tune": run_set(args.tune, Path(tmp), tune=True, timed_records=0)}
         else:
             result = {
-                "sets": [run_set(spec, Path(tmp), tune=False, timed_records=args.records) for spec in args.sets.split(",")]
+                "sets": [
+                    run_set(spec, Path(tmp), tune=False, timed_records=args.records) for spec in args.sets.split(",")
+                ]
             }
     result["cpu"] = os.cpu_count()
     if args.json:

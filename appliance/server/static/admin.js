@@ -332,7 +332,7 @@
       tr.appendChild(el("td", null, r.rating === "down" ? "not helpful" : "helpful"));
       tr.appendChild(el("td", null, r.reason || "—"));
       tr.appendChild(el("td", null, r.question || "—"));
-      tr.appendChild(el("td", "path", r.top_source || (r.refused ? "(refused)" : "—")));
+      tr.appendChild(el("td", "path", r.refused ? "(refused)" : r.top_source || "—"));
       tr.appendChild(el("td", null, r.comment || ""));
       tr.appendChild(el("td", null, r.principal || "—"));
       rows.appendChild(tr);
