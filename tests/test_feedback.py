@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 from appliance.audit import read_records, verify_audit
 from appliance.cli.main import cli
 from appliance.config import Settings
-from appliance.feedback import read_ratings
+from appliance.reports.feedback import read_ratings
 from appliance.reports.period import PeriodError, parse_period
 from appliance.server.auth import TokenStore
 from tests.test_api import (

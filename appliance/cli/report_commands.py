@@ -1,4 +1,4 @@
-"""report feedback / report gaps: thin wrappers over appliance.feedback and appliance.reports.gaps."""
+"""report feedback / report gaps: thin wrappers over appliance.reports.feedback and appliance.reports.gaps."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from appliance.cli.common import current_settings, echo_json, handle_errors
-from appliance.feedback import feedback_report
+from appliance.reports.feedback import feedback_report
 from appliance.reports.gaps import gaps_report, searcher_probe
 from appliance.reports.period import DEFAULT_SINCE, parse_period
 from appliance.retrieve.search import Searcher

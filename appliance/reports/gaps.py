@@ -29,7 +29,7 @@ import numpy as np
 
 from appliance.audit import read_records
 from appliance.config import ReportsSettings
-from appliance.feedback import ANSWER_ENDPOINTS, rated_down
+from appliance.reports.feedback import ANSWER_ENDPOINTS, rated_down
 from appliance.reports.period import Period
 
 REFUSED = "refused"

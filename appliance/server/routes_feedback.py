@@ -14,7 +14,7 @@ import anyio
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from appliance.feedback import find_answer
+from appliance.reports.feedback import find_answer
 from appliance.server.access import CanGiveFeedback
 from appliance.server.auditing import note_audit
 from appliance.server.problems import Problem, validation_problem

@@ -10,7 +10,7 @@ import numpy as np
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from appliance.feedback import feedback_report
+from appliance.reports.feedback import feedback_report
 from appliance.reports.gaps import Probe, gaps_report, searcher_probe
 from appliance.reports.period import DEFAULT_SINCE, Period, PeriodError, parse_period
 from appliance.server.access import CanReadAudit
