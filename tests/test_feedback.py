@@ -77,6 +77,9 @@ def test_a_rating_is_an_audit_record_in_the_chain_without_answer_text(
     }
 
     records = list(read_records(api_settings.audit_dir))
+    asked = [r for r in records if r["request_id"] == answer["request_id"]][-1]
+    # The answer's record keeps its evidence confidence: the gaps report finds thin answers by it.
+    assert asked["extra"]["evidence_confidence"] == answer["evidence_confidence"] > 0
     rating = [r for r in records if r["endpoint"] == "feedback"][-1]
     assert rating["extra"]["rated_request_id"] == answer["request_id"]
     assert rating["extra"]["rating"] == "down" and rating["extra"]["reason"] == "incomplete"
