@@ -92,13 +92,27 @@ async def create_token(body: TokenCreateRequest, request: Request, principal: Ca
 @router.post(
     "/tokens/{token_id}/revoke",
     summary="Revoke an API token by id (admin); it is refused from then on",
-    responses={**PROBLEM_RESPONSES, 404: {"description": "No token has this id."}},
+    responses={
+        **PROBLEM_RESPONSES,
+        404: {"description": "No token has this id."},
+        409: {"description": "It is the last active admin token."},
+    },
 )
 async def revoke_token(token_id: str, request: Request, principal: CanAdminister) -> Response:
     state = app_state(request)
-    known = {info.id for info in await anyio.to_thread.run_sync(state.tokens.list)}
-    if token_id not in known:  # by id only: a name in a URL would be ambiguous with an id
+    tokens = {info.id: info for info in await anyio.to_thread.run_sync(state.tokens.list)}
+    target = tokens.get(token_id)  # by id only: a name in a URL would be ambiguous with an id
+    if target is None:
         raise Problem(404, f"no token has the id {token_id!r:.20}")
+    admins = [info for info in tokens.values() if info.active and info.role == "admin"]
+    if target.active and admins == [target]:
+        # From a browser that would lock every admin out; the CLI on the host can still do it.
+        raise Problem(
+            409,
+            f"token {target.name} is the last active admin token: create another admin token first "
+            "(or revoke it on the appliance with `appliance token revoke`)",
+            title="Last admin token",
+        )
     info = await anyio.to_thread.run_sync(state.tokens.revoke, token_id)
     note_audit(request, extra={"token_id": info.id, "token_name": info.name, "by": principal.name})
     return ApplianceJSONResponse({"token": info.as_json()})
