@@ -108,8 +108,13 @@ class AuditLog:
         latency_ms: Mapping[str, float] | None = None,
         models: Mapping[str, str] | None = None,
         extra: Mapping[str, Any] | None = None,
+        comment: str | None = None,
     ) -> dict[str, Any]:
-        """Append one record and return it as written (with time, seq and prev)."""
+        """Append one record and return it as written (with time, seq and prev).
+
+        `comment` (an operator's remark on an answer) is kept like the question: a preview and its sha256,
+        and only on records that have one, so every other record keeps its shape.
+        """
         body = {
             "request_id": _text("request_id", request_id),
             "principal": _optional_text("principal", principal),
@@ -124,6 +129,9 @@ class AuditLog:
             "models": _models(models),
             "extra": _extra(extra),
         }
+        if comment is not None:
+            body["comment_preview"] = _preview(comment, self.config.question_preview_chars)
+            body["comment_sha256"] = _sha256(comment.encode("utf-8", "surrogatepass"))
         with self._lock, _flock(self.dir, exclusive=True, create=True):
             return self._append(body)
 
@@ -629,6 +637,61 @@ def _is_json(raw: bytes) -> bool:
     except ValueError:
         return False
     return True
+
+
+def read_records(audit_dir: Path, since: str | None = None, marker: bytes | None = None) -> Iterator[dict[str, Any]]:
+    """Every record, oldest first, with `time` at or after `since` (an ISO time as records write it).
+
+    Files whose successor was created before `since` are skipped unread (names are creation times);
+    `marker`, when given, must occur in a line's bytes before it is parsed: a cheap filter over a
+    large log (e.g. b'"endpoint":"ask"').
+    """
+    files = _list_files(audit_dir)
+    cutoff = _parse_iso(since) if since else None
+    for index, path in enumerate(files):
+        if cutoff is not None and index + 1 < len(files) and _file_created(files[index + 1]) < cutoff:
+            continue  # every record of this file was written before the next file began
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:  # pruned meanwhile
+            continue
+        for raw in _complete_lines(data):
+            if marker is not None and marker not in raw:
+                continue
+            record = _parse(raw)
+            if record is not None and (since is None or str(record.get("time", "")) >= since):
+                yield record
+
+
+def find_record(audit_dir: Path, request_id: str, endpoints: Sequence[str]) -> dict[str, Any] | None:
+    """The newest record of `request_id` on one of `endpoints`, reading from the newest file back."""
+    needle = json.dumps({"request_id": request_id}, ensure_ascii=True, separators=(",", ":"))[1:-1].encode("ascii")
+    for path in reversed(_list_files(audit_dir)):
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            continue
+        if needle not in data:
+            continue
+        for raw in reversed(_complete_lines(data)):
+            if needle in raw:
+                record = _parse(raw)
+                if (
+                    record is not None
+                    and record.get("request_id") == request_id
+                    and record.get("endpoint") in endpoints
+                ):
+                    return record
+    return None
+
+
+def _parse_iso(value: str) -> float:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def iso_time(timestamp: float) -> str:
+    """A time as records write it (UTC, milliseconds, Z): records compare with it as strings."""
+    return _iso(timestamp)
 
 
 def tail_audit(audit_dir: Path, n: int = 20) -> list[dict[str, Any]]:

@@ -376,6 +376,31 @@ class AuditSettings(Section):
     )
 
 
+class ReportsSettings(Section):
+    low_confidence: float = Field(
+        0.6,
+        ge=0.0,
+        le=1.0,
+        description="The gaps report counts an answer given with an evidence confidence below this as a gap "
+        "(answers need evidence.threshold; between the two the documents answered on thin evidence).",
+    )
+    cluster_similarity: float = Field(
+        0.6,
+        ge=0.0,
+        le=1.0,
+        description="Cosine (the embedder's) at which two questions of the gaps report share a topic; chosen on "
+        "the runbook tune set's questions and their rewordings (scripts/bench_gaps.py).",
+    )
+    covered_confidence: float = Field(
+        0.5,
+        ge=0.0,
+        le=1.0,
+        description="A topic is 'covered but not found' when one of its questions, searched again, finds evidence "
+        "of at least this confidence; else 'not covered'. 0.5 on the runbook tune set: 'not covered' precision 1.0, "
+        "recall 0.63; 0.7 would give 0.85 and 0.69 (scripts/bench_gaps.py).",
+    )
+
+
 class Settings(Section):
     home: Path = Field(Path(".appliance"), description="Folder holding all state: catalog, vectors, locks, logs.")
     models_dir: Path = Field(Path("models"), description="The local model store; nothing is ever downloaded.")
@@ -392,6 +417,7 @@ class Settings(Section):
     followup: FollowupSettings = Field(default_factory=FollowupSettings)  # type: ignore[arg-type]
     server: ServerSettings = Field(default_factory=ServerSettings)  # type: ignore[arg-type]
     audit: AuditSettings = Field(default_factory=AuditSettings)  # type: ignore[arg-type]
+    reports: ReportsSettings = Field(default_factory=ReportsSettings)  # type: ignore[arg-type]
 
     # Derived locations: one place that says where each piece of state lives.
     @property

@@ -93,11 +93,16 @@ def test_verify_updates_last_used_at_at_most_once_a_minute(
 
 
 def test_roles_allow_what_the_matrix_says() -> None:
-    assert ROLE_ALLOWS["operator"] == {"ask", "search", "open"}
-    assert ROLE_ALLOWS["admin"] == {"ask", "search", "open", "reindex", "documents", "audit"}
-    for action in ("ask", "search", "open"):  # open: the original file of a cited document
+    assert ROLE_ALLOWS["operator"] == {"ask", "search", "open", "feedback"}
+    assert ROLE_ALLOWS["admin"] == {"ask", "search", "open", "feedback", "reindex", "documents", "audit", "admin"}
+    for action in (
+        "ask",
+        "search",
+        "open",
+        "feedback",
+    ):  # feedback: rate an answer  # open: the original file of a cited document
         assert role_allows("operator", action) and role_allows("admin", action)
-    for action in ("reindex", "documents", "audit"):
+    for action in ("reindex", "documents", "audit", "admin"):
         assert not role_allows("operator", action) and role_allows("admin", action)
     assert not role_allows("admin", "shutdown")
     assert not role_allows("guest", "ask")  # type: ignore[arg-type]

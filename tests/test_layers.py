@@ -138,7 +138,7 @@ def test_the_check_finds_upward_sideways_and_relative_imports(tmp_path: Path) ->
     (package / "ingest" / "__init__.py").write_text("from ..retrieve import search\nfrom . import chunker\n")
     assert violations(tmp_path) == [
         "appliance/ingest/__init__.py:1: ingest (layer 7) imports retrieve (layer 7)",
-        "appliance/text/rules.py:2: text (layer 4) imports server (layer 10)",
+        "appliance/text/rules.py:2: text (layer 4) imports server (layer 11)",
     ]
 
 
@@ -151,7 +151,7 @@ def test_the_product_imports_neither_the_lab_nor_a_script(tmp_path: Path) -> Non
     (tmp_path / "scripts" / "lib" / "flips.py").write_text("from appliance.answer import quoted\nimport bench_sop\n")
     (tmp_path / "scripts" / "bench_sop.py").write_text("from scripts.lib import flips\nimport appliance.cli\n")
     assert violations(tmp_path) == [
-        "appliance/answer/quoted.py:1: answer (layer 8) imports scripts.lib (layer 12)",
-        "appliance/cli.py:1: cli (layer 11) imports scripts (layer 13)",
-        "scripts/lib/flips.py:2: scripts.lib (layer 12) imports scripts (layer 13)",
+        "appliance/answer/quoted.py:1: answer (layer 8) imports scripts.lib (layer 13)",
+        "appliance/cli.py:1: cli (layer 12) imports scripts (layer 14)",
+        "scripts/lib/flips.py:2: scripts.lib (layer 13) imports scripts (layer 14)",
     ]

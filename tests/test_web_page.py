@@ -175,7 +175,7 @@ def generator() -> Iterator[GatedGenerator]:
 
 
 @contextlib.contextmanager
-def _serving(app: Any, name: str) -> Iterator[str]:
+def serving(app: Any, name: str) -> Iterator[str]:
     """A real uvicorn serving `app` on a free 127.0.0.1 port in a thread: its base URL, once it has started."""
     port = _free_port()
     srv = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
@@ -195,7 +195,7 @@ def _serving(app: Any, name: str) -> Iterator[str]:
 @pytest.fixture
 def server(indexed: Settings, token: str, generator: GatedGenerator) -> Iterator[str]:
     answerer = Answerer(indexed, generator=generator)  # type: ignore[arg-type]
-    with _serving(create_app(indexed, answerer=answerer), "uvicorn-web-page-test") as base:
+    with serving(create_app(indexed, answerer=answerer), "uvicorn-web-page-test") as base:
         try:
             yield base
         finally:
@@ -462,7 +462,7 @@ def demo_server(settings: Settings) -> Iterator[tuple[str, str, CitingGenerator]
         [("SOP-FLT-001", "will not start a backwash"), ("SOP-CL-004", "VLV-4501-A"), ("SOP-CL-004", "minutes")]
     )
     app = create_app(settings, answerer=Answerer(settings, generator=generator))  # type: ignore[arg-type]
-    with _serving(app, "uvicorn-demo-page-test") as base:
+    with serving(app, "uvicorn-demo-page-test") as base:
         yield base, secret, generator
 
 
@@ -586,7 +586,7 @@ def quoted_server(home: Path, models_dir: Path) -> Iterator[tuple[str, str]]:
     ingest(settings, [DEMO_CORPUS])
     with TokenStore(settings.tokens_path) as store:
         _, secret = store.create("operator", name="shift-c")
-    with _serving(create_app(settings), "uvicorn-quoted-page-test") as base:
+    with serving(create_app(settings), "uvicorn-quoted-page-test") as base:
         yield base, secret
 
 

@@ -138,6 +138,9 @@ class AnswerResult:
     steps: list[Step] = field(default_factory=list)
     sections: list[ShownSection] = field(default_factory=list)
     alternatives: list[Alternative] = field(default_factory=list)
+    # The evidence model's probability that the documents answer the question (retrieve/evidence.py): the
+    # audit keeps it, so the gaps report can find answers given on thin evidence.
+    evidence_confidence: float | None = None
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -564,6 +567,7 @@ def _as_asked(result: AnswerResult, asked: str, standalone: Standalone, found: S
     result.question = asked
     result.rewrite = standalone.method
     result.did_you_mean = found.did_you_mean
+    result.evidence_confidence = round(float(found.evidence.probability), 4)
     return result
 
 

@@ -14,6 +14,7 @@ from appliance.cli import (
     index_commands,
     models_commands,
     offline_commands,
+    report_commands,
     serve_command,
     watch_command,
 )
@@ -73,6 +74,7 @@ ask_command.register(cli)
 serve_command.register(cli)
 admin_commands.register(cli)
 offline_commands.register(cli)
+report_commands.register(cli)
 watch_command.register(cli)
 
 

@@ -28,6 +28,16 @@ AUDITED: dict[tuple[str, str], str] = {
     ("POST", "/v1/reindex"): "reindex",
     ("GET", "/v1/documents"): "documents",
     ("POST", "/v1/chat/completions"): "chat",
+    ("POST", "/v1/feedback"): "feedback",
+    # The admin page's reads and actions: every one is audited.
+    ("GET", "/v1/admin/feedback"): "admin_feedback",
+    ("GET", "/v1/admin/gaps"): "admin_gaps",
+    ("GET", "/v1/admin/status"): "admin_status",
+    ("POST", "/v1/admin/models/verify"): "admin_models_verify",
+    ("POST", "/v1/admin/audit/verify"): "admin_audit_verify",
+    ("GET", "/v1/admin/tokens"): "admin_tokens",
+    ("POST", "/v1/admin/tokens"): "admin_token_create",
+    ("POST", "/v1/admin/tokens/{token_id}/revoke"): "admin_token_revoke",
     # Keyed by route template: who opened which document.
     ("GET", "/v1/documents/{document_id}/file"): "document_file",
     ("POST", "/v1/documents/{document_id}/view"): "document_view",
@@ -67,6 +77,7 @@ def answer_audit(state: AppState, result: AnswerResult) -> dict[str, Any]:
             "citations": len(result.citations),
             "followup": result.rewrite != "none",
             "rewrite": result.rewrite,
+            "evidence_confidence": result.evidence_confidence,
         },
     }
 
@@ -122,4 +133,5 @@ def write_audit(
         latency_ms=latencies,
         models=notes.get("models") or state.models(None),
         extra=_small_scalars(notes.get("extra", {})),
+        comment=notes.get("comment"),
     )

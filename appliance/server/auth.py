@@ -27,8 +27,10 @@ from appliance.index.migrations import apply_migrations as apply_named_migration
 Role = Literal["operator", "admin"]
 ROLES: tuple[Role, ...] = cast(tuple[Role, ...], get_args(Role))
 
-ROLE_ALLOWS: dict[Role, frozenset[str]] = {"operator": frozenset({"ask", "search", "open"})}
-ROLE_ALLOWS["admin"] = ROLE_ALLOWS["operator"] | {"reindex", "documents", "audit"}
+# feedback: rate an answer; audit: read the audit log and the reports drawn from it (gaps, feedback);
+# admin: the admin page's other actions (status, tokens, model checks).
+ROLE_ALLOWS: dict[Role, frozenset[str]] = {"operator": frozenset({"ask", "search", "open", "feedback"})}
+ROLE_ALLOWS["admin"] = ROLE_ALLOWS["operator"] | {"reindex", "documents", "audit", "admin"}
 
 SECRET_PREFIX = "apl_"
 _SECRET_RE = re.compile(r"apl_([0-9a-f]{8})_([A-Za-z0-9_-]{43})", re.ASCII)

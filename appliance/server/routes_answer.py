@@ -4,7 +4,7 @@ SSE format of an ask (`stream: true`, or `Accept: text/event-stream`):
     event: evidence   data: {"evidence": [EvidenceItem, …]}     first, before the model writes
     event: steps      data: {"answer_kind", "steps": [Step, …]}  a quoted answer: the SOP's own items, at once
     event: token      data: {"text": "…"}                        one per generated piece (a generated answer)
-    event: done       data: AnswerResult.as_json()               last
+    event: done       data: AnswerResult.as_json() + request_id   last
 or, when something fails after the stream has begun:
     event: error      data: a problem object {type, title, status, detail, instance}
 """
@@ -60,6 +60,11 @@ def record_answer(state: AppState, request: Request, result: AnswerResult) -> No
     note_audit(request, **answer_audit(state, result))
 
 
+def result_json(request: Request, result: AnswerResult) -> dict[str, Any]:
+    """The answer as JSON, with the request id an operator rates it by (POST /v1/feedback)."""
+    return {**result.as_json(), "request_id": request.state.request_id}
+
+
 async def collect_result(events: AsyncGenerator[AnswerEvent, None]) -> AnswerResult:
     async with contextlib.aclosing(events):
         async for event in events:
@@ -93,7 +98,7 @@ async def _ask_stream(
                     yield sse_event("token", {"text": event.text or ""})
                 elif event.kind == "done" and event.result is not None:
                     record_answer(state, request, event.result)
-                    yield sse_event("done", event.result.as_json())
+                    yield sse_event("done", result_json(request, event.result))
         except Exception as exc:
             problem = stream_problem(request, exc)
             yield sse_event("error", problem.body(f"urn:request:{request.state.request_id}"))
@@ -129,7 +134,7 @@ async def ask(body: AskRequest, request: Request, principal: CanAsk) -> Response
         return EventStreamResponse(_ask_stream(state, request, events))
     result = await collect_result(events)
     record_answer(state, request, result)
-    return JSONResponse(result.as_json())
+    return JSONResponse(result_json(request, result))
 
 
 @router.post("/search", summary="Search the indexed SOPs (no model is asked)", responses=PROBLEM_RESPONSES)

@@ -141,7 +141,8 @@ async def chat_completions(body: ChatCompletionRequest, request: Request, princi
                 "completion_tokens": completion_tokens,
                 "total_tokens": prompt_tokens + completion_tokens,
             },
-            "appliance": appliance_extension(result),
+            # The id to rate this answer with (POST /v1/feedback); also the X-Request-ID header.
+            "appliance": {**appliance_extension(result), "request_id": request.state.request_id},
         }
     )
 
@@ -181,7 +182,8 @@ async def _chat_stream(
                     tail = ("" if streamed else result.answer) + sources_block(result)
                     if tail:
                         yield chunk({"content": tail})
-                    yield chunk({}, _finish_reason(result), appliance=appliance_extension(result))
+                    extension = {**appliance_extension(result), "request_id": request.state.request_id}
+                    yield chunk({}, _finish_reason(result), appliance=extension)
         except Exception as exc:
             problem = stream_problem(request, exc)
             error = {"message": problem.detail, "type": problem.kind, "code": problem.status}

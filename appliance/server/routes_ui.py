@@ -1,4 +1,7 @@
-"""The browser side: `/` (the UI's index.html), `/static/*` (its files) and `/docs` (Swagger UI).
+"""The browser side: `/` (the operator page), `/admin` (the admin page), `/static/*` and `/docs` (Swagger UI).
+
+Both pages are open files: what they show comes from /v1 routes that check the bearer token the page
+keeps in sessionStorage, so /admin shows nothing to a browser without an admin token.
 
 Nothing is fetched from outside the appliance: FastAPI's own /docs loads Swagger UI from a CDN,
 so it is disabled and this /docs serves the Swagger UI files shipped in the `fastapi-offline`
@@ -59,6 +62,14 @@ async def index() -> Response:
     page = static_file(STATIC_DIR, "index.html")
     if page is None:
         raise _not_found("the web UI (appliance/server/static/index.html)")
+    return FileResponse(page, media_type=_MEDIA_TYPES[".html"])
+
+
+@router.get("/admin")
+async def admin() -> Response:
+    page = static_file(STATIC_DIR, "admin.html")
+    if page is None:
+        raise _not_found("the admin page (appliance/server/static/admin.html)")
     return FileResponse(page, media_type=_MEDIA_TYPES[".html"])
 
 

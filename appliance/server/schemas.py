@@ -104,3 +104,31 @@ class ChatCompletionRequest(_Lenient):
     messages: list[ChatMessageIn] = Field(min_length=1, max_length=200)
     model: str | None = Field(None, max_length=256)
     stream: bool = False
+
+
+class FeedbackRequest(_Strict):
+    request_id: str = Field(
+        min_length=1,
+        max_length=64,
+        pattern=r"^[A-Za-z0-9._:-]+$",
+        description="The rated answer's request_id (in its JSON body, the stream's done event, or X-Request-ID).",
+    )
+    rating: Literal["up", "down"] = Field(description="up: the answer helped; down: it did not.")
+    reason: Literal["wrong", "incomplete", "outdated", "unclear", "other"] | None = Field(
+        None, description="Why it did not help (with rating down)."
+    )
+    comment: str | None = Field(
+        None,
+        max_length=2000,
+        description="A remark; the audit log keeps only its first characters (audit.question_preview_chars) "
+        "and its sha256, like a question.",
+    )
+
+
+class TokenCreateRequest(_Strict):
+    role: Literal["operator", "admin"] = Field(description="operator: ask, search, open, feedback; admin: all.")
+    name: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$",
+        description="A unique name, shown in the audit log [default: ROLE-ID]; never reused, even after revocation.",
+    )

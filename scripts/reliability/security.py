@@ -29,9 +29,36 @@ API_ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
     # Document 1 of the tested index (the first file ingested).
     ("GET", "/v1/documents/1/file", None, "open"),
     ("POST", "/v1/documents/1/view", {}, "open"),
+    # ANSWER_ID: the request id of the caller's own ask above (a rating needs an answer to rate).
+    ("POST", "/v1/feedback", {"request_id": "ANSWER_ID", "rating": "down", "reason": "wrong"}, "feedback"),
+    ("GET", "/v1/admin/status", None, "admin"),
+    ("GET", "/v1/admin/gaps?since=1d", None, "audit"),
+    ("GET", "/v1/admin/feedback?since=1d", None, "audit"),
+    ("POST", "/v1/admin/audit/verify", None, "audit"),
+    ("POST", "/v1/admin/models/verify", None, "admin"),
+    ("GET", "/v1/admin/tokens", None, "admin"),
+    ("POST", "/v1/admin/tokens", {"role": "operator"}, "admin"),
+    # TOKEN_ID: the token the caller created just above.
+    ("POST", "/v1/admin/tokens/TOKEN_ID/revoke", None, "admin"),
 ]
-OPEN_ROUTES = ["/healthz", "/readyz", "/metrics", "/", "/static/app.js", "/docs", "/docs/init.js", "/openapi.json"]
-ROLE_ACTIONS = {"operator": {"ask", "search", "open"}, "admin": {"ask", "search", "open", "documents", "reindex"}}
+OPEN_ROUTES = [
+    "/healthz",
+    "/readyz",
+    "/metrics",
+    "/",
+    "/static/app.js",
+    "/admin",
+    "/static/admin.js",
+    "/docs",
+    "/docs/init.js",
+    "/openapi.json",
+]
+# Pages whose CSP must allow no inline or remote code.
+PAGES = ("/", "/static/app.js", "/admin", "/static/admin.js")
+ROLE_ACTIONS = {
+    "operator": {"ask", "search", "open", "feedback"},
+    "admin": {"ask", "search", "open", "feedback", "documents", "reindex", "audit", "admin"},
+}
 UNKNOWN_SECRET = "apl_00000000_" + "x" * 43
 # Callers that must all be refused alike: nothing tells one kind of bad credential from another.
 BAD_CALLERS = ["no token", "unknown token", "malformed token", "Basic scheme", "empty bearer", "revoked token"]
@@ -117,8 +144,15 @@ def auth_matrix(
     report = report or SecurityReport()
     refusals: dict[str, set[str]] = {}
     for caller, headers in headers_of.items():
-        for method, path, body, action in API_ROUTES:
+        answer_id = token_id = "none"
+        for method, template, template_body, action in API_ROUTES:
+            path = template.replace("TOKEN_ID", token_id)
+            body = _filled(template_body, answer_id)
             response = client.request(method, path, json=body, headers=headers)
+            if response.status_code == 200 and template == "/v1/ask":
+                answer_id = response.headers["x-request-id"]
+            elif response.status_code == 200 and template == "/v1/admin/tokens" and method == "POST":
+                token_id = response.json()["token"]["id"]
             report.responses_checked += 1
             check_headers(response, path, report)
             expected = (200 if action in ROLE_ACTIONS[caller] else 403) if caller in ROLE_ACTIONS else 401
@@ -130,7 +164,7 @@ def auth_matrix(
                 detail = _detail(response)
                 if caller != "no token":
                     refusals.setdefault(detail, set()).add(caller)
-            report.cells.append(Cell(caller, method, path, expected, response.status_code, ok, detail))
+            report.cells.append(Cell(caller, method, template, expected, response.status_code, ok, detail))
             if response.status_code == 200 and path == "/v1/ask" and not response.json()["refused"]:
                 report.answers.append(response.json()["answer"])
             elif response.status_code == 200 and path == "/v1/chat/completions":
@@ -146,6 +180,12 @@ def auth_matrix(
     if len(refusals) > 1:
         report.findings.append(f"bad credentials are refused with different details (an oracle): {refusals}")
     return report
+
+
+def _filled(body: dict[str, Any] | None, answer_id: str) -> dict[str, Any] | None:
+    if body is None:
+        return None
+    return {key: answer_id if value == "ANSWER_ID" else value for key, value in body.items()}
 
 
 def _detail(response: Any) -> str:
@@ -171,8 +211,8 @@ def check_headers(response: Any, path: str, report: SecurityReport) -> None:
     csp = headers.get("content-security-policy", "")
     if not csp or "default-src 'self'" not in csp or "frame-ancestors 'none'" not in csp:
         report.findings.append(f"{path}: Content-Security-Policy missing or lax: {csp!r}")
-    if path in ("/", "/static/app.js") and ("unsafe-inline" in csp or "unsafe-eval" in csp or "http" in csp):
-        report.findings.append(f"{path}: the operator page's CSP allows inline or remote code: {csp!r}")
+    if path in PAGES and ("unsafe-inline" in csp or "unsafe-eval" in csp or "http" in csp):
+        report.findings.append(f"{path}: the page's CSP allows inline or remote code: {csp!r}")
     if path.startswith("/v1/") and headers.get("cache-control") != "no-store":
         report.findings.append(f"{path}: API response may be cached: cache-control {headers.get('cache-control')!r}")
 

@@ -195,6 +195,8 @@
     show(ui.evidenceSection, false);
     ui.result.dataset.outcome = "pending";
     show(ui.result, true);
+    // feedback.js hides its buttons until this answer is done.
+    document.dispatchEvent(new CustomEvent("appliance:asking"));
   }
 
   // ---- citation markers inside answer text --------------------------------------------------
@@ -816,6 +818,8 @@
     remember(result);
     renderTimings(result);
     setState("done");
+    // feedback.js offers its buttons for this answer, rated by its request id.
+    document.dispatchEvent(new CustomEvent("appliance:answered", { detail: { requestId: result.request_id || "" } }));
     ui.status.textContent = refused
       ? REFUSAL
       : "Answer ready" + (citations.length ? ", citing " + citations.length + (citations.length > 1 ? " sources." : " source.") : ", without citations.");
