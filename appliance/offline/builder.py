@@ -50,6 +50,7 @@ DOCS = (
     "CHANGELOG.md",
     "docs/operators.md",
     "docs/admins.md",
+    "docs/admin-page-and-reports.md",
     "docs/offline.md",
     "docs/scaling.md",
     "docs/architecture.md",
