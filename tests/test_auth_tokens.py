@@ -94,7 +94,7 @@ def test_verify_updates_last_used_at_at_most_once_a_minute(
 
 def test_roles_allow_what_the_matrix_says() -> None:
     assert ROLE_ALLOWS["operator"] == {"ask", "search", "open"}
-    assert ROLE_ALLOWS["admin"] == {"ask", "search", "open", "reindex", "documents", "audit"}
+    assert ROLE_ALLOWS["admin"] == {"ask", "search", "open", "reindex", "documents", "audit", "upload"}
     for action in ("ask", "search", "open"):  # open: the original file of a cited document
         assert role_allows("operator", action) and role_allows("admin", action)
     for action in ("reindex", "documents", "audit"):

@@ -92,3 +92,4 @@ CanSearch = Annotated[Principal, Depends(require("search"))]
 CanOpenDocuments = Annotated[Principal, Depends(require("open"))]
 CanListDocuments = Annotated[Principal, Depends(require("documents"))]
 CanReindex = Annotated[Principal, Depends(require("reindex"))]
+CanUpload = Annotated[Principal, Depends(require("upload"))]  # upload and delete documents

@@ -7,6 +7,8 @@ Routes:
     GET  /v1/models            OpenAI-compatible model list                             action "ask"
     GET  /v1/documents         the catalog                                              action "documents" (admin)
     POST /v1/reindex           rescan the sources                                       action "reindex" (admin)
+    POST /v1/documents         upload a document (multipart, field `file`) and index it action "upload" (admin)
+    DELETE /v1/documents/{id}  delete an uploaded document and its index entries        action "upload" (admin)
     GET  /v1/documents/{id}/file   an indexed document's original bytes                action "open"
     POST /v1/documents/{id}/view   its safe rendered view, at the cited place           action "open"
     GET  /healthz /readyz /metrics, /, /static/*, /docs, /openapi.json                 open
@@ -40,7 +42,15 @@ from appliance.answer.answerer import Answerer
 from appliance.audit import AuditLog
 from appliance.config import Settings, load_settings
 from appliance.errors import ApplianceError
-from appliance.server import routes_admin, routes_answer, routes_documents, routes_openai, routes_ops, routes_ui
+from appliance.server import (
+    routes_admin,
+    routes_answer,
+    routes_documents,
+    routes_openai,
+    routes_ops,
+    routes_ui,
+    routes_uploads,
+)
 from appliance.server.auth import TokenStore
 from appliance.server.index_sync import IndexSync
 from appliance.server.middleware import RequestContextMiddleware
@@ -129,7 +139,7 @@ def create_app(settings: Settings, *, answerer: Answerer | None = None) -> FastA
     )
     app.state.appliance = state
     install_problem_handlers(app)
-    for module in (routes_answer, routes_openai, routes_admin, routes_documents, routes_ops, routes_ui):
+    for module in (routes_answer, routes_openai, routes_admin, routes_uploads, routes_documents, routes_ops, routes_ui):
         app.include_router(module.router)
     app.add_middleware(RequestContextMiddleware, state=state)
     _add_bearer_scheme(app)

@@ -28,7 +28,7 @@ Role = Literal["operator", "admin"]
 ROLES: tuple[Role, ...] = cast(tuple[Role, ...], get_args(Role))
 
 ROLE_ALLOWS: dict[Role, frozenset[str]] = {"operator": frozenset({"ask", "search", "open"})}
-ROLE_ALLOWS["admin"] = ROLE_ALLOWS["operator"] | {"reindex", "documents", "audit"}
+ROLE_ALLOWS["admin"] = ROLE_ALLOWS["operator"] | {"reindex", "documents", "audit", "upload"}
 
 SECRET_PREFIX = "apl_"
 _SECRET_RE = re.compile(r"apl_([0-9a-f]{8})_([A-Za-z0-9_-]{43})", re.ASCII)

@@ -18,8 +18,20 @@ from typing import Any
 from appliance.answer.prompt import REFUSAL
 
 QUESTION = "What do I close before the chlorine cylinder change?"
-# (method, path, JSON body, action) of every /v1 route; the action names the right it needs.
-API_ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A multipart body with one file in the field `file` (POST /v1/documents)."""
+
+    name: str
+    data: bytes
+
+
+MATRIX_UPLOAD = Upload("matrix-check.md", b"# Matrix check\n\nA document the auth matrix uploads, then deletes.\n")
+# (method, path, JSON body or upload, action) of every /v1 route; the action names the right it needs.
+# `{uploaded}` is the id of the document the matrix uploaded last (before that, an id nobody has).
+API_ROUTES: list[tuple[str, str, dict[str, Any] | Upload | None, str]] = [
     ("POST", "/v1/ask", {"question": QUESTION}, "ask"),
     ("POST", "/v1/search", {"query": "gasket"}, "search"),
     ("POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": QUESTION}]}, "ask"),
@@ -29,9 +41,16 @@ API_ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
     # Document 1 of the tested index (the first file ingested).
     ("GET", "/v1/documents/1/file", None, "open"),
     ("POST", "/v1/documents/1/view", {}, "open"),
+    ("POST", "/v1/documents", MATRIX_UPLOAD, "upload"),
+    ("DELETE", "/v1/documents/{uploaded}", None, "upload"),
 ]
+# What an allowed caller gets where it is not 200.
+OK_STATUS = {("POST", "/v1/documents"): 201}
 OPEN_ROUTES = ["/healthz", "/readyz", "/metrics", "/", "/static/app.js", "/docs", "/docs/init.js", "/openapi.json"]
-ROLE_ACTIONS = {"operator": {"ask", "search", "open"}, "admin": {"ask", "search", "open", "documents", "reindex"}}
+ROLE_ACTIONS = {
+    "operator": {"ask", "search", "open"},
+    "admin": {"ask", "search", "open", "documents", "reindex", "upload"},
+}
 UNKNOWN_SECRET = "apl_00000000_" + "x" * 43
 # Callers that must all be refused alike: nothing tells one kind of bad credential from another.
 BAD_CALLERS = ["no token", "unknown token", "malformed token", "Basic scheme", "empty bearer", "revoked token"]
@@ -116,12 +135,20 @@ def auth_matrix(
     200 otherwise; open routes answer everyone. Refusals must not differ by the kind of bad credential."""
     report = report or SecurityReport()
     refusals: dict[str, set[str]] = {}
+    uploaded = 2**40
     for caller, headers in headers_of.items():
         for method, path, body, action in API_ROUTES:
-            response = client.request(method, path, json=body, headers=headers)
+            target = path.format(uploaded=uploaded)
+            if isinstance(body, Upload):
+                response = client.request(method, target, files={"file": (body.name, body.data)}, headers=headers)
+                if response.status_code == 201:
+                    uploaded = response.json()["document_id"]
+            else:
+                response = client.request(method, target, json=body, headers=headers)
             report.responses_checked += 1
             check_headers(response, path, report)
-            expected = (200 if action in ROLE_ACTIONS[caller] else 403) if caller in ROLE_ACTIONS else 401
+            allowed = OK_STATUS.get((method, path), 200)
+            expected = (allowed if action in ROLE_ACTIONS[caller] else 403) if caller in ROLE_ACTIONS else 401
             ok = response.status_code == expected
             detail = ""
             if expected == 401:
