@@ -71,8 +71,9 @@ class BackupReport:
         }
 
 
-def create_backup(settings: Settings, dest: Path) -> BackupReport:
-    """Snapshot the home of `settings` into the new folder `dest` (it must not exist, or be empty)."""
+def create_backup(settings: Settings, dest: Path, *, wait_s: float | None = None) -> BackupReport:
+    """Snapshot the home of `settings` into the new folder `dest` (it must not exist, or be empty), waiting up
+    to `wait_s` (default index.lock_timeout_s) for a reindex or upload that holds the writer lock."""
     started = time.monotonic()
     dest = dest.resolve()
     if dest.exists() and (not dest.is_dir() or any(dest.iterdir())):
@@ -86,7 +87,7 @@ def create_backup(settings: Settings, dest: Path) -> BackupReport:
     work = dest.parent / f".{dest.name}.partial-{int(time.time())}"
     work.mkdir(mode=0o700)
     try:
-        about, lock_wait_s = _snapshot(settings, work)
+        about, lock_wait_s = _snapshot(settings, work, settings.index.lock_timeout_s if wait_s is None else wait_s)
         manifest = write_manifest(work, about)
         if dest.exists():
             dest.rmdir()  # empty, checked above
@@ -97,9 +98,9 @@ def create_backup(settings: Settings, dest: Path) -> BackupReport:
     return BackupReport(dest, manifest, time.monotonic() - started, lock_wait_s)
 
 
-def _snapshot(settings: Settings, work: Path) -> tuple[dict[str, Any], float]:
+def _snapshot(settings: Settings, work: Path, wait_s: float) -> tuple[dict[str, Any], float]:
     waiting = time.monotonic()
-    with writer_lock(settings.lock_path, settings.index.lock_timeout_s):
+    with writer_lock(settings.lock_path, wait_s):
         lock_wait_s = time.monotonic() - waiting
         _sqlite_backup(settings.catalog_path, work / CATALOG)
         upload_dir = settings.upload_dir.resolve()

@@ -18,20 +18,26 @@ def _size(n: int) -> str:
 def register(cli: click.Group) -> None:
     @cli.command("backup")
     @click.argument("dest", type=click.Path(path_type=Path, file_okay=False))
+    @click.option(
+        "--wait",
+        type=click.FloatRange(0.0, 86400.0),
+        default=None,
+        help="Seconds to wait for a running reindex or upload [default: index.lock_timeout_s].",
+    )
     @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
     @handle_errors
-    def backup_command(dest: Path, as_json: bool) -> None:
+    def backup_command(dest: Path, wait: float | None, as_json: bool) -> None:
         """Write a consistent snapshot of the home into the new folder DEST, while the service runs.
 
         DEST holds the catalog and the API tokens (SQLite online backups), the vectors of exactly that
         catalog state, the upload folder's files, the audit log with its chain head, the settings file,
         and manifest.json with the sha256 of every file (written last: a folder without it is partial).
         Answers go on meanwhile; a reindex or an upload waits until the snapshot of the index is taken
-        (the backup waits up to index.lock_timeout_s for one that is running).
+        (the backup waits up to --wait seconds for one that is running).
 
         Example: appliance backup /srv/backups/appliance-$(date +%F) --json
         """
-        report = create_backup(current_settings(), dest)
+        report = create_backup(current_settings(), dest, wait_s=wait)
         if as_json:
             echo_json(report.as_json())
             return
