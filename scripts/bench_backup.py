@@ -1,8 +1,9 @@
 """Backup, restore and upload on the runbooks index, against a real `appliance serve` (not part of `make test`).
 
 1. backup: `appliance backup DEST --json` of the runbooks home while the server answers: seconds and size
-   per trial; the ask latency of --clients clients asking the held-out runbook questions during each backup
-   against a quiet phase of the same length just before it (p50/p95 side by side, and their ratios).
+   of each; the ask latency of --clients clients asking the held-out runbook questions while backups run
+   back to back (--phase-s) against a quiet phase of the same length just before (p50/p95 side by side, and
+   their ratios), --trials times.
 2. restore: the last backup restored into a fresh home (`appliance restore`), a second server on it, and
    the golden questions (scripts/qa/runbooks_heldout.jsonl) asked of both: how many answers and citations
    are identical, and `appliance audit verify` on the restored home.
@@ -12,8 +13,8 @@
 
 The runbooks home is copied first (--home, default /tmp/bench_homes/runbooks: never modified).
 
-Usage: .venv/bin/python -m scripts.bench_backup [--home /tmp/bench_homes/runbooks] [--trials 3] [--clients 4]
-       [--questions 40] [--uploads 5] [--out scripts/results/bench_backup.json]
+Usage: .venv/bin/python -m scripts.bench_backup [--home /tmp/bench_homes/runbooks] [--trials 3] [--phase-s 45]
+       [--clients 2] [--questions 10] [--uploads 3] [--out scripts/results/bench_backup.json]
 """
 
 from __future__ import annotations
@@ -88,9 +89,9 @@ class Askers:
         for thread in self._threads:
             thread.join()
 
-    def between(self, start: float, end: float) -> list[float]:
-        """Seconds of the answered asks that started and ended within [start, end]."""
-        return [b - a for a, b, status in self.samples if start <= a and b <= end and status == 200]
+    def started_between(self, start: float, end: float) -> list[float]:
+        """Seconds each answered ask took that started within [start, end)."""
+        return [b - a for a, b, status in self.samples if start <= a < end and status == 200]
 
 
 def run(env: dict[str, str], *args: str) -> tuple[dict[str, Any], float]:
@@ -112,49 +113,56 @@ def answers(base: str, questions: list[str]) -> list[dict[str, Any]]:
 
 
 def bench_backups(base: str, env: dict[str, str], work: Path, questions: list[str], args: argparse.Namespace) -> Any:
+    """Alternate a quiet phase and a backup phase (backups back to back) of --phase-s seconds each, --trials
+    times; every ask counts for the phase it started in (asks take seconds here: few start and end in one)."""
     trials = []
     quiet: list[float] = []
     during: list[float] = []
     with Askers(base, questions, args.clients) as askers:
-        time.sleep(2.0)  # every client past its first (cold) question
+        time.sleep(5.0)  # every client past its first (cold) question
         for trial in range(args.trials):
-            dest = work / f"backup-{trial}"
+            quiet_start = time.monotonic()
+            time.sleep(args.phase_s)
             backup_start = time.monotonic()
-            made, seconds = run(env, "backup", str(dest), "--json")
+            backups = []
+            while not backups or time.monotonic() - backup_start < args.phase_s:
+                dest = work / f"backup-{trial}-{len(backups)}"
+                made, seconds = run(env, "backup", str(dest), "--json")
+                backups.append({"seconds": round(seconds, 2), "own_seconds": made["seconds"], "bytes": made["bytes"]})
+                last = dest
+                if time.monotonic() - backup_start < args.phase_s:
+                    shutil.rmtree(dest)
             backup_end = time.monotonic()
-            # The quiet phase right after, as long as the backup took (nothing else runs in it).
-            time.sleep(seconds)
-            quiet_end = time.monotonic()
-            trial_during = askers.between(backup_start, backup_end)
-            trial_quiet = askers.between(backup_end, quiet_end)
-            during += trial_during
+            trial_quiet = askers.started_between(quiet_start, backup_start)
+            trial_during = askers.started_between(backup_start, backup_end)
             quiet += trial_quiet
+            during += trial_during
             trials.append(
                 {
-                    "seconds": round(seconds, 2),
-                    "backup_own_seconds": made["seconds"],
-                    "bytes": made["bytes"],
-                    "files": made["files"],
+                    "backups": backups,
                     "asks_quiet": percentiles(trial_quiet),
                     "asks_during_backup": percentiles(trial_during),
                 }
             )
             print(json.dumps(trials[-1]), flush=True)
             if trial < args.trials - 1:
-                shutil.rmtree(dest)
+                shutil.rmtree(last)
         statuses = sorted({status for _, _, status in askers.samples})
     quiet_p, during_p = percentiles(quiet), percentiles(during)
     ratios = {
         key: round(during_p[key] / quiet_p[key], 2) if quiet_p[key] and during_p[key] else None
         for key in ("p50_ms", "p95_ms")
     }
+    all_backups = [b for t in trials for b in t["backups"]]
     return {
         "trials": trials,
-        "seconds_median": round(statistics.median(t["seconds"] for t in trials), 2),
-        "bytes": trials[-1]["bytes"],
-        "megabytes": round(trials[-1]["bytes"] / 1e6, 1),
+        "backups": len(all_backups),
+        "seconds_median": round(statistics.median(b["seconds"] for b in all_backups), 2),
+        "own_seconds_median": round(statistics.median(b["own_seconds"] for b in all_backups), 2),
+        "bytes": all_backups[-1]["bytes"],
+        "megabytes": round(all_backups[-1]["bytes"] / 1e6, 1),
         "asks": {"quiet": quiet_p, "during_backup": during_p, "ratio_during_to_quiet": ratios, "statuses": statuses},
-        "last_backup": str(work / f"backup-{args.trials - 1}"),
+        "last_backup": str(last),
     }
 
 
@@ -211,9 +219,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--home", type=Path, default=Path("/tmp/bench_homes/runbooks"))
     parser.add_argument("--trials", type=int, default=3)
-    parser.add_argument("--clients", type=int, default=4)
-    parser.add_argument("--questions", type=int, default=40)
-    parser.add_argument("--uploads", type=int, default=5)
+    parser.add_argument("--phase-s", type=float, default=45.0, help="Seconds of each quiet and backup phase.")
+    parser.add_argument("--clients", type=int, default=2)
+    parser.add_argument("--questions", type=int, default=10)
+    parser.add_argument("--uploads", type=int, default=3)
     parser.add_argument("--out", type=Path, default=REPO / "scripts" / "results" / "bench_backup.json")
     args = parser.parse_args()
     questions = load_questions(args.questions)
