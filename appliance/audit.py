@@ -694,6 +694,24 @@ def iso_time(timestamp: float) -> str:
     return _iso(timestamp)
 
 
+def copy_audit_log(audit_dir: Path, dest: Path) -> list[Path]:
+    """Copy the log (its files and CHAIN) into `dest` as one consistent snapshot: under the shared lock no
+    record is appended meanwhile (writers wait a moment, nobody is refused). The files copied, in `dest`."""
+    dest.mkdir(mode=0o700, parents=True, exist_ok=True)
+    copied: list[Path] = []
+    with _flock(audit_dir, exclusive=False, create=False):
+        names = [path.name for path in _list_files(audit_dir)]
+        if (audit_dir / CHAIN_NAME).exists():
+            names.append(CHAIN_NAME)
+        for name in names:
+            target = dest / name
+            fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+            with os.fdopen(fd, "wb") as handle:
+                handle.write((audit_dir / name).read_bytes())
+            copied.append(target)
+    return copied
+
+
 def tail_audit(audit_dir: Path, n: int = 20) -> list[dict[str, Any]]:
     """The last n records, oldest first (lines that are not records are skipped)."""
     if n <= 0:

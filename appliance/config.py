@@ -365,6 +365,21 @@ class ServerSettings(Section):
     request_timeout_s: float = Field(300.0, gt=0.0, le=3600.0, description="Most time one ask may take.")
 
 
+class UploadSettings(Section):
+    folder: Path | None = Field(
+        None,
+        description="Folder that POST /v1/documents writes into, registered as a source on first use; unset: "
+        "uploads/ under the home. DELETE /v1/documents/{id} removes files only from here.",
+    )
+    max_file_bytes: int = Field(
+        20 * 1024 * 1024,
+        ge=1024,
+        le=2**31,
+        description="Largest file an upload may carry (413 beyond, nothing written); the uploaded file must also "
+        "fit ingest.max_file_bytes.",
+    )
+
+
 class AuditSettings(Section):
     max_file_bytes: int = Field(
         10 * 1024 * 1024, ge=4096, le=2**34, description="Rotate the audit file when it reaches this size."
@@ -418,6 +433,7 @@ class Settings(Section):
     server: ServerSettings = Field(default_factory=ServerSettings)  # type: ignore[arg-type]
     audit: AuditSettings = Field(default_factory=AuditSettings)  # type: ignore[arg-type]
     reports: ReportsSettings = Field(default_factory=ReportsSettings)  # type: ignore[arg-type]
+    uploads: UploadSettings = Field(default_factory=UploadSettings)  # type: ignore[arg-type]
 
     # Derived locations: one place that says where each piece of state lives.
     @property
@@ -444,6 +460,10 @@ class Settings(Section):
     def metrics_dir(self) -> Path:
         """The workers' shared metrics files (`appliance serve --workers N`; emptied at each start)."""
         return self.home / "metrics"
+
+    @property
+    def upload_dir(self) -> Path:
+        return self.uploads.folder if self.uploads.folder is not None else self.home / "uploads"
 
 
 SECTIONS: dict[str, type[Section]] = {

@@ -70,3 +70,19 @@ class DocumentUnavailable(ApplianceError):
         super().__init__(detail)
         self.status = status
         self.title = title
+
+
+class UploadRefused(ApplianceError):
+    """An upload or a delete that is refused before anything is written (the API answers `status`, naming
+    the form field, or the document, at fault): wrong type, too large, an unsafe name, a name taken."""
+
+    def __init__(self, status: int, field: str, detail: str) -> None:
+        super().__init__(f"{field}: {detail}")
+        self.status = status
+        self.field = field
+        self.detail = detail
+
+
+class BackupError(ApplianceError):
+    """A backup cannot be taken or restored: a tampered, partial or unknown backup (naming the file at fault),
+    a running appliance, a home that is not empty."""

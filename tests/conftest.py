@@ -35,6 +35,7 @@ LONGEST_FIRST = (
     "test_web_page.py",
     "test_cli_end_to_end.py",
     "test_concurrency.py",
+    "test_backup_under_load.py",
     "test_crash_safety.py",
     "test_generator.py",
 )

@@ -94,7 +94,17 @@ def test_verify_updates_last_used_at_at_most_once_a_minute(
 
 def test_roles_allow_what_the_matrix_says() -> None:
     assert ROLE_ALLOWS["operator"] == {"ask", "search", "open", "feedback"}
-    assert ROLE_ALLOWS["admin"] == {"ask", "search", "open", "feedback", "reindex", "documents", "audit", "admin"}
+    assert ROLE_ALLOWS["admin"] == {
+        "ask",
+        "search",
+        "open",
+        "feedback",
+        "reindex",
+        "documents",
+        "audit",
+        "admin",
+        "upload",
+    }
     for action in (
         "ask",
         "search",

@@ -10,6 +10,7 @@ from appliance import __version__
 from appliance.cli import (
     admin_commands,
     ask_command,
+    backup_commands,
     eval_commands,
     index_commands,
     models_commands,
@@ -76,6 +77,7 @@ admin_commands.register(cli)
 offline_commands.register(cli)
 report_commands.register(cli)
 watch_command.register(cli)
+backup_commands.register(cli)
 
 
 def main() -> None:

@@ -39,9 +39,15 @@ def ingest(settings: Settings, paths: list[Path], progress: Progress | None = No
     for path in resolved:
         if not path.exists():
             raise ApplianceError(f"{path}: no such file or folder")
+    register_sources(settings, resolved)
+    return reindex(settings, progress, only=[str(p) for p in resolved])
+
+
+def register_sources(settings: Settings, paths: list[Path]) -> None:
+    """Remember these (resolved) folders or files as sources; refuse one whose display name another source has."""
     with _open_index(settings) as index:
         known = {Path(s).name: s for s in index.catalog.sources()}
-        for path in resolved:
+        for path in paths:
             other = known.get(display_prefix(path))
             if other is not None and other != str(path):
                 raise ApplianceError(
@@ -50,14 +56,20 @@ def ingest(settings: Settings, paths: list[Path], progress: Progress | None = No
                 )
             index.catalog.add_source(str(path))
             known[display_prefix(path)] = str(path)
-    return reindex(settings, progress, only=[str(p) for p in resolved])
 
 
 def reindex(settings: Settings, progress: Progress | None = None, only: list[str] | None = None) -> IngestReport:
     """Rescan every source (or `only` these) and bring the index up to date with the files."""
+    with writer_lock(settings.lock_path, settings.index.lock_timeout_s):
+        return reindex_locked(settings, progress, only)
+
+
+def reindex_locked(settings: Settings, progress: Progress | None = None, only: list[str] | None = None) -> IngestReport:
+    """`reindex` for a caller that holds the writer lock already (an upload writes its file and indexes it
+    under one hold of the lock, so a backup never sees the one without the other)."""
     started = time.monotonic()
     report = IngestReport()
-    with writer_lock(settings.lock_path, settings.index.lock_timeout_s), _open_index(settings) as index:
+    with _open_index(settings) as index:
         catalog = index.catalog
         if index.needs_reconcile():
             report.repaired = _repair_json(index.reconcile())

@@ -95,3 +95,4 @@ CanReindex = Annotated[Principal, Depends(require("reindex"))]
 CanGiveFeedback = Annotated[Principal, Depends(require("feedback"))]
 CanReadAudit = Annotated[Principal, Depends(require("audit"))]
 CanAdminister = Annotated[Principal, Depends(require("admin"))]
+CanUpload = Annotated[Principal, Depends(require("upload"))]  # upload and delete documents

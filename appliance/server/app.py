@@ -10,6 +10,8 @@ Routes:
     POST /v1/feedback          rate an answer by its request_id                         action "feedback"
     GET  /v1/admin/*           status, gaps, feedback, audit verify, tokens, models     actions "audit", "admin" (admin)
     GET  /admin                the admin page (its API calls carry the admin token)    open
+    POST /v1/documents         upload a document (multipart, field `file`) and index it action "upload" (admin)
+    DELETE /v1/documents/{id}  delete an uploaded document and its index entries        action "upload" (admin)
     GET  /v1/documents/{id}/file   an indexed document's original bytes                action "open"
     POST /v1/documents/{id}/view   its safe rendered view, at the cited place           action "open"
     GET  /healthz /readyz /metrics, /, /static/*, /docs, /openapi.json                 open
@@ -53,6 +55,7 @@ from appliance.server import (
     routes_ops,
     routes_reports,
     routes_ui,
+    routes_uploads,
 )
 from appliance.server.auth import TokenStore
 from appliance.server.index_sync import IndexSync
@@ -149,6 +152,7 @@ def create_app(settings: Settings, *, answerer: Answerer | None = None) -> FastA
         routes_reports,
         routes_admin_tools,
         routes_admin,
+        routes_uploads,
         routes_documents,
         routes_ops,
         routes_ui,

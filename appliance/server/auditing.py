@@ -41,6 +41,9 @@ AUDITED: dict[tuple[str, str], str] = {
     # Keyed by route template: who opened which document.
     ("GET", "/v1/documents/{document_id}/file"): "document_file",
     ("POST", "/v1/documents/{document_id}/view"): "document_view",
+    # Admins adding and removing documents (who uploaded or deleted which file).
+    ("POST", "/v1/documents"): "document_upload",
+    ("DELETE", "/v1/documents/{document_id}"): "document_delete",
 }
 
 

@@ -25,12 +25,15 @@ from appliance.server.auditing import AUDITED, write_audit
 from appliance.server.problems import Problem, log_unexpected, problem_for_error, problem_response
 from appliance.server.security import apply_security_headers
 from appliance.server.state import AppState
+from appliance.server.upload_form import FRAMING_BYTES
+from appliance.uploads.store import upload_limit
 
 log = logging.getLogger("appliance.server")
 
 _REQUEST_ID = re.compile(r"[A-Za-z0-9._:-]{1,64}")
 # The largest body read: a question is at most 100,000 characters; a chat history gets some room.
 MAX_BODY_BYTES = 4 * 1024 * 1024
+UPLOAD_PATH = "/v1/documents"
 
 
 def _client_request_id(scope: Scope) -> str | None:
@@ -106,12 +109,13 @@ class RequestContextMiddleware:
             await send(message)
 
         try:
+            limit = self._body_limit(scope)
             declared = _declared_length(scope)
-            if declared is not None and declared > MAX_BODY_BYTES:
-                too_large = Problem(413, f"the request body is larger than {MAX_BODY_BYTES} bytes")
+            if declared is not None and declared > limit:
+                too_large = Problem(413, f"the request body is larger than {limit} bytes")
                 await problem_response(too_large, request_id)(scope, receive, send_with_headers)
             else:
-                await self.app(scope, limit_body(receive), send_with_headers)
+                await self.app(scope, limit_body(receive, limit), send_with_headers)
         except ClientDisconnect:
             log.info("request_id=%s client disconnected", request_id)
             request_state.setdefault("audit", {}).setdefault("extra", {})["client_disconnected"] = True
@@ -135,6 +139,12 @@ class RequestContextMiddleware:
             audited = AUDITED.get((str(scope.get("method")), path)) or AUDITED.get((str(scope.get("method")), endpoint))
             if audited is not None:
                 await self._audit(scope, audited, request_id, status, seconds * 1000.0)
+
+    def _body_limit(self, scope: Scope) -> int:
+        """An upload may carry a file of up to the upload limit (the route counts the file itself exactly)."""
+        if scope.get("method") == "POST" and scope.get("path") == UPLOAD_PATH:
+            return upload_limit(self.state.settings) + FRAMING_BYTES
+        return MAX_BODY_BYTES
 
     async def _audit(self, scope: Scope, endpoint: str, request_id: str, status: int, latency_ms: float) -> None:
         request_state = scope.get("state", {})

@@ -25,6 +25,7 @@ from appliance.errors import (
     GeneratorError,
     IndexBusy,
     ModelNotFound,
+    UploadRefused,
     VectorStoreUnavailable,
 )
 from appliance.server.responses import dumps
@@ -124,6 +125,9 @@ def problem_for_error(exc: BaseException) -> Problem:
         return Problem(503, str(exc), title="Model not installed")
     if isinstance(exc, VectorStoreUnavailable):
         return Problem(503, str(exc), title="Vector store unavailable")
+    if isinstance(exc, UploadRefused):
+        title = _TITLES.get(exc.status, "Upload refused") if exc.status != 415 else "Unsupported media type"
+        return Problem(exc.status, str(exc), title=title, extra={"field": exc.field})
     if isinstance(exc, DocumentUnavailable):
         return Problem(exc.status, str(exc), title=exc.title)
     if isinstance(exc, ConfigError):

@@ -28,6 +28,7 @@ def _iso(timestamp: float | None) -> str | None:
 
 def document_json(doc: DocumentRow) -> dict[str, Any]:
     return {
+        "id": doc.id,
         "path": doc.path,
         "type": doc.type,
         "title": doc.title,

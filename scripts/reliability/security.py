@@ -18,8 +18,20 @@ from typing import Any
 from appliance.answer.prompt import REFUSAL
 
 QUESTION = "What do I close before the chlorine cylinder change?"
-# (method, path, JSON body, action) of every /v1 route; the action names the right it needs.
-API_ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
+
+
+@dataclass(frozen=True)
+class Upload:
+    """A multipart body with one file in the field `file` (POST /v1/documents)."""
+
+    name: str
+    data: bytes
+
+
+MATRIX_UPLOAD = Upload("matrix-check.md", b"# Matrix check\n\nA document the auth matrix uploads, then deletes.\n")
+# (method, path, JSON body or upload, action) of every /v1 route; the action names the right it needs.
+# `{uploaded}` is the id of the document the matrix uploaded last (before that, an id nobody has).
+API_ROUTES: list[tuple[str, str, dict[str, Any] | Upload | None, str]] = [
     ("POST", "/v1/ask", {"question": QUESTION}, "ask"),
     ("POST", "/v1/search", {"query": "gasket"}, "search"),
     ("POST", "/v1/chat/completions", {"messages": [{"role": "user", "content": QUESTION}]}, "ask"),
@@ -40,7 +52,11 @@ API_ROUTES: list[tuple[str, str, dict[str, Any] | None, str]] = [
     ("POST", "/v1/admin/tokens", {"role": "operator"}, "admin"),
     # TOKEN_ID: the token the caller created just above.
     ("POST", "/v1/admin/tokens/TOKEN_ID/revoke", None, "admin"),
+    ("POST", "/v1/documents", MATRIX_UPLOAD, "upload"),
+    ("DELETE", "/v1/documents/{uploaded}", None, "upload"),
 ]
+# What an allowed caller gets where it is not 200.
+OK_STATUS = {("POST", "/v1/documents"): 201}
 OPEN_ROUTES = [
     "/healthz",
     "/readyz",
@@ -57,7 +73,7 @@ OPEN_ROUTES = [
 PAGES = ("/", "/static/app.js", "/admin", "/static/admin.js")
 ROLE_ACTIONS = {
     "operator": {"ask", "search", "open", "feedback"},
-    "admin": {"ask", "search", "open", "feedback", "documents", "reindex", "audit", "admin"},
+    "admin": {"ask", "search", "open", "feedback", "documents", "reindex", "audit", "admin", "upload"},
 }
 UNKNOWN_SECRET = "apl_00000000_" + "x" * 43
 # Callers that must all be refused alike: nothing tells one kind of bad credential from another.
@@ -143,19 +159,26 @@ def auth_matrix(
     200 otherwise; open routes answer everyone. Refusals must not differ by the kind of bad credential."""
     report = report or SecurityReport()
     refusals: dict[str, set[str]] = {}
+    uploaded = 2**40
     for caller, headers in headers_of.items():
         answer_id = token_id = "none"
         for method, template, template_body, action in API_ROUTES:
-            path = template.replace("TOKEN_ID", token_id)
-            body = _filled(template_body, answer_id)
-            response = client.request(method, path, json=body, headers=headers)
+            path = template.replace("TOKEN_ID", token_id).replace("{uploaded}", str(uploaded))
+            if isinstance(template_body, Upload):
+                upload = {"file": (template_body.name, template_body.data)}
+                response = client.request(method, path, files=upload, headers=headers)
+                if response.status_code == 201:
+                    uploaded = response.json()["document_id"]
+            else:
+                response = client.request(method, path, json=_filled(template_body, answer_id), headers=headers)
             if response.status_code == 200 and template == "/v1/ask":
                 answer_id = response.headers["x-request-id"]
             elif response.status_code == 200 and template == "/v1/admin/tokens" and method == "POST":
                 token_id = response.json()["token"]["id"]
             report.responses_checked += 1
             check_headers(response, path, report)
-            expected = (200 if action in ROLE_ACTIONS[caller] else 403) if caller in ROLE_ACTIONS else 401
+            allowed = OK_STATUS.get((method, template), 200)
+            expected = (allowed if action in ROLE_ACTIONS[caller] else 403) if caller in ROLE_ACTIONS else 401
             ok = response.status_code == expected
             detail = ""
             if expected == 401:

@@ -1,0 +1,1 @@
+"""Documents uploaded over the API: names, checks, the upload folder."""
