@@ -24,11 +24,11 @@ from appliance.index.catalog import DocumentRow
 from appliance.index.index import VECTORS_DIRTY, Index, Repair
 from appliance.index.lock import writer_lock
 from appliance.ingest.chunker import CHUNKER_VERSION, chunk_document
-from appliance.ingest.loaders import load_document
+from appliance.ingest.loaders import OcrLimits, PageReader, load_document
 from appliance.ingest.scan import FoundFile, display_prefix, scan_source
 from appliance.ingest.writer import BatchWriter, IngestReport, PreparedDocument
 from appliance.models.embedder_backends import embedding_model_id, resolve_backend
-from appliance.models.registry import configured_embedder_path, load_embedder
+from appliance.models.registry import configured_embedder_path, load_embedder, ocr_model_path
 
 Progress = Callable[[str, int, int], None]  # (display path, index, total)
 
@@ -63,14 +63,16 @@ def reindex(settings: Settings, progress: Progress | None = None, only: list[str
             report.repaired = _repair_json(index.reconcile())
         embedder = load_embedder(settings)
         writer = BatchWriter(index, embedder, report)
+        ocr = page_reader(settings)
         signature = pipeline_signature(settings)
         rechunk = catalog.get_state(PIPELINE_SIGNATURE) != signature
         try:
             for source in only if only is not None else catalog.sources():
-                _sync_source(settings, index, writer, Path(source), report, progress, rechunk=rechunk)
+                _sync_source(settings, index, writer, Path(source), report, progress, ocr, rechunk=rechunk)
             writer.flush()
         finally:
             writer.close()
+            report.ocr_pages, report.ocr_seconds = ocr.pages, ocr.seconds
         if catalog.get_state(VECTORS_DIRTY) == "1":
             catalog.set_state(VECTORS_DIRTY, "0")
         if only is None or set(only) >= set(catalog.sources()):
@@ -101,6 +103,27 @@ def _hand_over(settings: Settings, index: Index, report: IngestReport) -> None:
 PIPELINE_SIGNATURE = "pipeline_signature"
 
 
+def page_reader(settings: Settings) -> PageReader:
+    """OCR for this run's loaders: the model from the store, loaded on the first page that needs it."""
+    ingest = settings.ingest
+    limits = OcrLimits(
+        dpi=ingest.ocr_dpi,
+        min_words=ingest.ocr_min_words,
+        max_pages=ingest.ocr_max_pages,
+        max_pixels=ingest.ocr_max_pixels,
+        seconds_per_page=ingest.ocr_seconds_per_page,
+    )
+    if not ingest.ocr:
+        return PageReader(None, limits, unavailable="switched off (setting ingest.ocr)")
+    try:
+        model_dir = ocr_model_path(settings)
+    except ApplianceError:
+        why = f"the OCR model '{ingest.ocr_model}' is not in the model store {settings.models_dir}"
+        why += " (appliance models init, or a bundle that has it)"
+        return PageReader(None, limits, unavailable=why)
+    return PageReader(model_dir, limits, threads=ingest.ocr_threads)
+
+
 def pipeline_signature(settings: Settings) -> str:
     """What the stored chunks depend on besides file content; when it changes every file is re-chunked
     (cheaply: embeddings of unchanged text are reused)."""
@@ -108,9 +131,11 @@ def pipeline_signature(settings: Settings) -> str:
     # Another runtime's vectors differ slightly: changing it re-embeds (torch keeps the old signature).
     backend = resolve_backend(settings.embedder.backend, settings.embedder.device, configured_embedder_path(settings))
     embedder = embedding_model_id(settings.embedder.model, backend)
+    # OCR's settings decide which pages are read and how; switching it on re-reads the scans.
+    ocr = f"{ingest.ocr_model}@{ingest.ocr_dpi}dpi,min_words={ingest.ocr_min_words}" if ingest.ocr else "off"
     return (
         f"chunker={CHUNKER_VERSION};max_tokens={ingest.chunk_max_tokens};overlap={ingest.chunk_overlap_tokens};"
-        f"embedder={embedder}"
+        f"embedder={embedder};ocr={ocr}"
     )
 
 
@@ -140,6 +165,7 @@ def _sync_source(
     source: Path,
     report: IngestReport,
     progress: Progress | None,
+    ocr: PageReader,
     *,
     rechunk: bool = False,
 ) -> None:
@@ -163,6 +189,7 @@ def _sync_source(
             report=report,
             index=index,
             writer=writer,
+            ocr=ocr,
             rechunk=rechunk,
         )
         if pending is not None:
@@ -182,6 +209,7 @@ def _prepare(
     report: IngestReport,
     index: Index,
     writer: BatchWriter,
+    ocr: PageReader,
     rechunk: bool = False,
 ) -> PreparedDocument | None:
     catalog = index.catalog
@@ -218,7 +246,7 @@ def _prepare(
         _count_unchanged(catalog_doc, item, report)
         return None
     try:
-        loaded = load_document(item.abs_path, item.display_path, max_bytes=settings.ingest.max_file_bytes)
+        loaded = load_document(item.abs_path, item.display_path, max_bytes=settings.ingest.max_file_bytes, ocr=ocr)
         chunks = chunk_document(
             loaded,
             embedder.count_tokens,

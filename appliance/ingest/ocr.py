@@ -1,0 +1,198 @@
+"""Optical character recognition of page images, offline: RapidOCR's PP-OCRv4 ONNX models, loaded
+from the model store (never from the package's own folder, never downloaded).
+
+A page becomes `OcrLine`s (text, recognition confidence, box). `layout_text` lays them back on a
+character grid, the way pypdf's layout mode lays out a text layer, so the PDF page heuristics
+(paragraph gaps, lists, tables as columns) read an OCR'd page like any other.
+
+The time limit is checked between the stages of a page (detection, each batch of recognition): a
+stage in flight is not interrupted, so a page stops at most one stage past its limit.
+"""
+
+from __future__ import annotations
+
+import itertools
+import re
+import statistics
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from PIL.Image import Image
+
+OCR_MODEL = "ppocr-v4"
+# The files of the store's ocr/ppocr-v4 folder, as rapidocr-onnxruntime 1.4.4 ships them.
+DETECTION = "ch_PP-OCRv4_det_infer.onnx"
+RECOGNITION = "ch_PP-OCRv4_rec_infer.onnx"
+CLASSIFIER = "ch_ppocr_mobile_v2.0_cls_infer.onnx"  # loaded by RapidOCR, not run: scans are upright
+# Lines RapidOCR itself reads below this confidence are noise (a smudge read as "e e r"): dropped.
+_MIN_LINE_SCORE = 0.5
+# Crops recognised between two looks at the clock.
+_REC_SLICE = 24
+# PP-OCRv4's recogniser (trained mostly on Chinese) often drops narrow English word spaces; its CTC
+# columns still show them as a wider step between two characters. PaddleOCR splits words at a step
+# over this many columns (measured on the demo SOPs: words found 0.75 -> 0.83 on a page; a step
+# relative to the line's usual one split wide letters, 'nu mber', and did worse).
+_SPACE_STEP = 4
+
+
+class OcrTimeout(Exception):
+    """A page took longer than its limit."""
+
+
+@dataclass(frozen=True)
+class OcrLine:
+    text: str
+    confidence: float  # mean per-character probability of the recogniser, 0..1
+    left: float
+    top: float
+    right: float
+    bottom: float
+
+    @property
+    def height(self) -> float:
+        return self.bottom - self.top
+
+
+@dataclass(frozen=True)
+class OcrPage:
+    lines: list[OcrLine]
+    seconds: float
+
+    @property
+    def confidence(self) -> float | None:
+        """Mean confidence over the page's characters (None when nothing was read)."""
+        weights = [len(line.text) for line in self.lines]
+        if not sum(weights):
+            return None
+        return sum(line.confidence * w for line, w in zip(self.lines, weights, strict=True)) / sum(weights)
+
+    @property
+    def words(self) -> int:
+        return sum(len(line.text.split()) for line in self.lines)
+
+
+class OcrEngine:
+    """One loaded recogniser; `read` is not thread-safe (one ONNX session set per engine)."""
+
+    def __init__(self, model_dir: Path, threads: int = 0) -> None:
+        from rapidocr_onnxruntime import RapidOCR
+
+        paths = {name: model_dir / name for name in (DETECTION, RECOGNITION, CLASSIFIER)}
+        missing = [str(path) for path in paths.values() if not path.is_file()]
+        if missing:
+            raise FileNotFoundError(f"OCR model files missing: {', '.join(missing)}")
+        self._engine = RapidOCR(
+            det_model_path=str(paths[DETECTION]),
+            rec_model_path=str(paths[RECOGNITION]),
+            cls_model_path=str(paths[CLASSIFIER]),
+            use_cls=False,
+            text_score=_MIN_LINE_SCORE,
+            intra_op_num_threads=threads or -1,
+            inter_op_num_threads=1,
+        )
+
+    def read(self, image: Image, *, seconds: float | None = None) -> OcrPage:
+        """Recognise the text of one page image (any mode; converted to RGB)."""
+        import numpy as np
+
+        started = time.monotonic()
+        deadline = None if seconds is None else started + seconds
+        engine = self._engine
+        pixels = np.asarray(image.convert("RGB"))
+        raw_h, raw_w = pixels.shape[:2]
+        scaled, ratio_h, ratio_w = engine.preprocess(pixels)
+        record: dict[str, Any] = {"preprocess": {"ratio_h": ratio_h, "ratio_w": ratio_w}}
+        scaled, record = engine.maybe_add_letterbox(scaled, record)  # a lone line gets room around it
+        boxes, _ = engine.auto_text_det(scaled)
+        if not boxes:
+            return OcrPage([], time.monotonic() - started)
+        crops = engine.get_crop_img_list(scaled, boxes)
+        results: list[Any] = []
+        for first in range(0, len(crops), _REC_SLICE):
+            _check(deadline, seconds)
+            recognised, _ = engine.text_rec(crops[first : first + _REC_SLICE], True)
+            results.extend(recognised)
+        origin = engine._get_origin_points(boxes, record, raw_h, raw_w)
+        lines = []
+        for box, result in zip(origin, results, strict=True):
+            text, confidence = _GLUED_NUMBER.sub(r"\1 ", _spaced(result).strip()), float(result[1])
+            if confidence < _MIN_LINE_SCORE or not text.strip():
+                continue
+            xs, ys = box[:, 0], box[:, 1]
+            left, top, right, bottom = float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max())
+            lines.append(OcrLine(text.strip(), confidence, left, top, right, bottom))
+        return OcrPage(lines, time.monotonic() - started)
+
+
+def _check(deadline: float | None, seconds: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise OcrTimeout(f"OCR of the page took longer than {seconds:g} s")
+
+
+def _spaced(result: Any) -> str:
+    """The recognised text with the word spaces its CTC columns show (see _SPACE_STEP)."""
+    text, _, details = result
+    chars = [char for word in details[1] for char in word]
+    columns = [column for word in details[2] for column in word]
+    if len(chars) != len(text) or len(chars) < 2:
+        return str(text)
+    out = chars[0]
+    for index, char in enumerate(chars[1:]):
+        previous = out[-1]
+        wide = columns[index + 1] - columns[index] > _SPACE_STEP
+        # Never inside an identifier's capitals and digits (P-BW-001, HMI, 3090): a wide letter is not a space.
+        tag_like = _tag_char(previous) and _tag_char(char)
+        if wide and not tag_like and char != " " and previous != " ":
+            out += " "
+        out += char
+    return out
+
+
+# "3.1Filter data": the recogniser drops the space after a section number, which hides the heading.
+_GLUED_NUMBER = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,3}\.?)(?=[A-Z][a-z])")
+
+
+def _tag_char(char: str) -> bool:
+    return char.isdigit() or char.isupper() or char in "-./"
+
+
+def layout_text(lines: list[OcrLine]) -> str:
+    """The page's lines on a character grid: rows in reading order, blank lines for vertical gaps
+    wider than the usual line pitch, and columns by horizontal position (pypdf layout-mode style)."""
+    if not lines:
+        return ""
+    heights = sorted(line.height for line in lines)
+    line_height = max(1.0, heights[len(heights) // 2])
+    char_width = max(1.0, statistics.median((line.right - line.left) / max(1, len(line.text)) for line in lines))
+    rows: list[list[OcrLine]] = []
+    for line in sorted(lines, key=lambda item: (item.top + item.bottom) / 2):
+        centre = (line.top + line.bottom) / 2
+        if rows and abs(centre - _centre(rows[-1])) < line_height / 2:
+            rows[-1].append(line)
+        else:
+            rows.append([line])
+    centres = [_centre(row) for row in rows]
+    pitches = [b - a for a, b in itertools.pairwise(centres)]
+    pitch = min(pitches, default=line_height)
+    pitch = max(pitch, line_height)
+    left_margin = min(line.left for line in lines)
+    text_rows: list[str] = []
+    for index, row in enumerate(rows):
+        if index:
+            gap = max(0, round(pitches[index - 1] / pitch) - 1)
+            text_rows.extend([""] * gap)
+        text = ""
+        for line in sorted(row, key=lambda item: item.left):
+            column = round((line.left - left_margin) / char_width)
+            if text:
+                column = max(column, len(text) + 1)
+            text = text.ljust(column) + line.text
+        text_rows.append(text)
+    return "\n".join(text_rows)
+
+
+def _centre(row: list[OcrLine]) -> float:
+    return statistics.fmean((line.top + line.bottom) / 2 for line in row)
