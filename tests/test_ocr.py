@@ -209,3 +209,23 @@ def test_a_folder_of_scans_is_indexed_file_by_file_and_unchanged_scans_cost_noth
     finally:
         index.close()
     assert any("VLV-3042-B" in row.text and row.type == "image" and row.ocr_confidence for row in rows)
+
+
+def test_an_answer_from_a_scan_cites_its_page_and_says_to_check_it(tmp_path: Path, settings: Settings) -> None:
+    from appliance.answer.answerer import Answerer
+    from tests.fakes import ScriptedGenerator
+
+    docs = tmp_path / "scans"
+    docs.mkdir()
+    card = ["4. Restart of pump P-101", "1. Close valve VLV-3042-B.", "2. Open drain DRN-2002 for 5 minutes."]
+    mixed_pdf(docs / "pump-manual.pdf", ["1. Scope", "This manual covers pump P-101."], page_image(card))
+    ingest(settings, [docs])
+    settings.ingest.ocr_low_confidence = 1.0  # every OCR'd passage counts as doubtful here
+    result = Answerer(settings, generator=ScriptedGenerator()).ask("How do I restart pump P-101?")  # type: ignore[arg-type]
+    assert not result.refused
+    cited = [c for c in result.citations if c.page == 2]
+    assert cited and all(c.ocr_note == "text recognised by OCR: check the page" for c in cited)
+    assert all(c.ocr_confidence is not None and c.ocr_confidence < 1.0 for c in cited)
+    settings.ingest.ocr_low_confidence = 0.0
+    result = Answerer(settings, generator=ScriptedGenerator()).ask("How do I restart pump P-101?")  # type: ignore[arg-type]
+    assert all(c.ocr_note is None for c in result.citations)

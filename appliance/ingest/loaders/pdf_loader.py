@@ -125,7 +125,7 @@ def load_pdf(data: bytes, source: Source) -> LoadedDocument:
             raise DocumentError(shown, f"damaged PDF: no page could be read ({failures[0]})")
         if ocr is None or ocr.unavailable is not None:
             why = ocr.unavailable if ocr is not None else "not available here"
-            reason = f"no extractable text (a scanned PDF? OCR is {why})"
+            reason = f"no extractable text (scanned PDF? OCR is {why})"
         else:
             reason = "no text found, in the text layer or by OCR"
         if failures:
