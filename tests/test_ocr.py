@@ -4,6 +4,7 @@ one by one while the rest of the folder is indexed."""
 
 from __future__ import annotations
 
+import json
 import struct
 import zlib
 from pathlib import Path
@@ -211,7 +212,9 @@ def test_a_folder_of_scans_is_indexed_file_by_file_and_unchanged_scans_cost_noth
     assert any("VLV-3042-B" in row.text and row.type == "image" and row.ocr_confidence for row in rows)
 
 
-def test_an_answer_from_a_scan_cites_its_page_and_says_to_check_it(tmp_path: Path, settings: Settings) -> None:
+def test_an_answer_from_a_scan_cites_its_page_says_to_check_it_and_the_view_marks_it(
+    tmp_path: Path, settings: Settings
+) -> None:
     from appliance.answer.answerer import Answerer
     from tests.fakes import ScriptedGenerator
 
@@ -229,3 +232,19 @@ def test_an_answer_from_a_scan_cites_its_page_and_says_to_check_it(tmp_path: Pat
     settings.ingest.ocr_low_confidence = 0.0
     result = Answerer(settings, generator=ScriptedGenerator()).ask("How do I restart pump P-101?")  # type: ignore[arg-type]
     assert all(c.ocr_note is None for c in result.citations)
+    # The document view shows page 2 as OCR read it (indexed text: OCR is not run again), marked as such.
+    from appliance.documents.original import indexed_document, read_file
+    from appliance.documents.view import document_view
+
+    index = Index(settings)
+    try:
+        row = index.catalog.document("scans/pump-manual.pdf")
+        assert row is not None
+        chunks = index.catalog.chunks_of_documents([row.path])[row.path]
+        document = indexed_document(index.catalog, row.id)
+    finally:
+        index.close()
+    view = document_view(read_file(settings, document), page=2, chunks=[c for c in chunks if c.ocr_confidence])
+    pages = {node["a"]["page"]: json.dumps(node) for node in view["body"].get("c", []) if node["t"] == "section"}
+    assert "Text recognised by OCR" in pages[2] and "VLV-3042-B" in pages[2]
+    assert "Text recognised by OCR" not in pages[1] and "P-101" in pages[1]
