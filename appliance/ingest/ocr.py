@@ -15,6 +15,7 @@ import itertools
 import re
 import statistics
 import time
+import unicodedata
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -120,7 +121,7 @@ class OcrEngine:
         origin = engine._get_origin_points(boxes, record, raw_h, raw_w)
         lines = []
         for box, result in zip(origin, results, strict=True):
-            text, confidence = _GLUED_NUMBER.sub(r"\1 ", _spaced(result).strip()), float(result[1])
+            text, confidence = _clean(_spaced(result)), float(result[1])
             if confidence < _MIN_LINE_SCORE or not text.strip():
                 continue
             xs, ys = box[:, 0], box[:, 1]
@@ -157,6 +158,25 @@ def _spaced(result: Any) -> str:
 
 # "3.1Filter data": the recogniser drops the space after a section number, which hides the heading.
 _GLUED_NUMBER = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,3}\.?)(?=[A-Z][a-z])")
+
+
+# A tag's number read with letters for digits: "SOP-ELC-oo1", "SOP-SAF-o02" (the recogniser's o and 0
+# look alike in most fonts). Only a last segment of digits and o/O/l/I after a capitalised prefix.
+_TAG_NUMBER = re.compile(r"\b([A-Z]{1,6}(?:-[A-Z]{1,6})*-)([0-9oOlI]{2,6})\b")
+_AS_DIGIT = str.maketrans({"o": "0", "O": "0", "l": "1", "I": "1"})
+
+
+def _clean(text: str) -> str:
+    """NFKC (the recogniser writes full-width punctuation: '（', '，'), a section number's space, tag digits."""
+    text = _GLUED_NUMBER.sub(r"\1 ", unicodedata.normalize("NFKC", text).strip())
+    return _TAG_NUMBER.sub(_tag_digits, text)
+
+
+def _tag_digits(match: re.Match[str]) -> str:
+    number = match.group(2)
+    if not any(char.isdigit() for char in number):
+        return match.group(0)  # "SOP-lOI" is a word, not a misread number
+    return match.group(1) + number.translate(_AS_DIGIT)
 
 
 def _tag_char(char: str) -> bool:

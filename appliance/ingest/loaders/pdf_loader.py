@@ -1,7 +1,8 @@
 """PDF via pypdf: paragraphs, lists, tables and numbered headings, each tagged with its 1-based page.
 
-A page without a text layer, or with only a few words in it (a scanner's stamp), is read by OCR
-(pdf_ocr), and OCR's text is kept when it finds more words than the layer holds.
+Ruled tables keep their rows and columns (pdf_tables). A page without a text layer, or with only a
+few words in it (a scanner's stamp), is read by OCR (pdf_ocr), and OCR's text is kept when it finds
+more words than the layer holds.
 
 Every failure inside pypdf becomes a DocumentError: it parses untrusted bytes and raises a wide
 range of exception types on damaged files, none of which should reach the user as a traceback.
@@ -21,7 +22,8 @@ from appliance.ingest.document import DocumentBuilder, LoadedDocument
 from .common import MAX_TITLE_CHARS, short_line_title, title_from_stem
 from .page_ocr import OcrBlock
 from .pdf_ocr import ocr_pages
-from .pdf_text import PageBlock, clean_page_text, page_blocks
+from .pdf_tables import PageTable, blocks_with_tables, page_tables
+from .pdf_text import PageBlock, clean_page_text
 from .pypdf_log import PypdfWarnings, collect_pypdf_warnings
 from .source import Source
 
@@ -92,10 +94,11 @@ def load_pdf(data: bytes, source: Source) -> LoadedDocument:
         reader = _open(data, shown, pypdf_log)
         if not reader.pages:
             raise DocumentError(shown, "the PDF has no pages")
+        ruled = _ruled_tables(data)
         for number, page in enumerate(reader.pages, start=1):
             try:
                 text, layout = _page_text(page)
-                blocks = page_blocks(text, layout=layout)
+                blocks = blocks_with_tables(text, ruled.get(number, []), layout=layout)
             except Exception as exc:  # one bad page should not lose the others
                 failures.append(f"page {number}: {_reason(exc)}")
                 pages.append((number, [], 0))
@@ -134,6 +137,31 @@ def load_pdf(data: bytes, source: Source) -> LoadedDocument:
             reason += f"; pypdf reported: {pypdf_log.messages[0]}"
         raise DocumentError(shown, reason)
     return builder.build(title or title_from_stem(source.stem))
+
+
+def _ruled_tables(data: bytes) -> dict[int, list[PageTable]]:
+    """Each page's ruled tables (pdf_tables); none when pdfium cannot open the file (pypdf still reads it)."""
+    import pypdfium2 as pdfium
+
+    found: dict[int, list[PageTable]] = {}
+    try:
+        document = pdfium.PdfDocument(data)
+    except Exception:  # see module docstring: tables are a refinement, the text is what matters
+        return found
+    try:
+        for index in range(len(document)):
+            page = document[index]
+            try:
+                tables = page_tables(page)
+            except Exception:  # a damaged page's drawing: its text is still read, without the grid
+                tables = []
+            finally:
+                page.close()
+            if tables:
+                found[index + 1] = tables
+    finally:
+        document.close()
+    return found
 
 
 def _word_count(blocks: list[OcrBlock]) -> int:
