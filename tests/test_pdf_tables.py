@@ -67,8 +67,8 @@ def test_a_table_drawn_with_lines_is_found_too(tmp_path: Path) -> None:
         pdf.line(x, top, x, top + len(rows) * height)
     pdf.output(str(tmp_path / "trips.pdf"))
     tables = [b.text for b in load_document(tmp_path / "trips.pdf").blocks if b.kind == "table"]
-    rows = ["| Pump | Trip | Reset |", "| --- | --- | --- |", "| P-101 | high vibration | local |"]
-    assert tables == ["\n".join([*rows, "| P-102 | low suction | remote |"])]
+    expected = ["| Pump | Trip | Reset |", "| --- | --- | --- |", "| P-101 | high vibration | local |"]
+    assert tables == ["\n".join([*expected, "| P-102 | low suction | remote |"])]
 
 
 def test_a_boxed_note_is_not_a_table(tmp_path: Path) -> None:
