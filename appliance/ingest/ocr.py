@@ -100,10 +100,17 @@ class OcrEngine:
     def read(self, image: Image, *, seconds: float | None = None) -> OcrPage:
         """Recognise the text of one page image (any mode; converted to RGB)."""
         import numpy as np
+        from PIL import Image
 
         started = time.monotonic()
         deadline = None if seconds is None else started + seconds
         engine = self._engine
+        if max(image.size) > engine.max_side_len:
+            # RapidOCR would shrink it with cv2's bilinear resize, which aliases small print (a 300 dpi
+            # page); shrink it here with a filter that averages. Only proportions matter to layout_text.
+            scale = engine.max_side_len / max(image.size)
+            size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
+            image = image.resize(size, Image.Resampling.LANCZOS)
         pixels = np.asarray(image.convert("RGB"))
         raw_h, raw_w = pixels.shape[:2]
         scaled, ratio_h, ratio_w = engine.preprocess(pixels)
