@@ -159,6 +159,7 @@ def main() -> int:
     parser.add_argument("--models-dir", type=Path, default=None)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=31)
+    parser.add_argument("--cer-only", action="store_true", help="measure the CER only; merge it into the results file")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench-ocr-"))
@@ -177,6 +178,11 @@ def main() -> int:
             pages += [(scan_noise(image, rng), text) for image, text in render_pages(pdf, dpi, limit)]
         results[f"cer_{dpi}dpi"] = character_errors(engine, pages)
         print(f"{dpi} dpi: {results[f'cer_{dpi}dpi']}", flush=True)
+
+    if args.cer_only:
+        previous = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.is_file() else {}
+        RESULTS.write_text(json.dumps({**previous, **results}, indent=2) + "\n", encoding="utf-8")
+        return 0
 
     # 2. The scanned copy: docs_corpus with the PDFs replaced by image-only scans at 300 dpi.
     scan_corpus = work / "docs_corpus"
