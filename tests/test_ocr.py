@@ -197,6 +197,12 @@ def test_a_folder_of_scans_is_indexed_file_by_file_and_unchanged_scans_cost_noth
     report = ingest(settings, [docs])
     assert report.added == 2 and report.ocr_pages == 1
     assert [(f["path"], "ingest.ocr_max_pixels" in f["error"]) for f in report.failed] == [("sops/bomb.png", True)]
+    index = Index(settings)
+    try:
+        bomb = index.catalog.document("sops/bomb.png")
+    finally:
+        index.close()
+    assert bomb is not None and (bomb.status, bomb.type) == ("failed", "image")
     again = reindex(settings)
     assert again.unchanged == 2 and again.ocr_pages == 0  # content hash: the scan is not read again
     # A damaged copy over a good scan: reported, and the indexed version stays searchable.

@@ -25,6 +25,7 @@ from appliance.index.index import VECTORS_DIRTY, Index, Repair
 from appliance.index.lock import writer_lock
 from appliance.ingest.chunker import CHUNKER_VERSION, chunk_document
 from appliance.ingest.loaders import OcrLimits, PageReader, load_document
+from appliance.ingest.loaders.image_loader import SUFFIXES as IMAGE_SUFFIXES
 from appliance.ingest.scan import FoundFile, display_prefix, scan_source
 from appliance.ingest.writer import BatchWriter, IngestReport, PreparedDocument
 from appliance.models.embedder_backends import embedding_model_id, resolve_backend
@@ -290,7 +291,7 @@ def _record_failure(
         sha256=None,
         size=item.size,
         mtime=item.mtime,
-        doc_type=item.abs_path.suffix.lower().lstrip(".") or "unknown",
+        doc_type=failed_type(item.abs_path),
         title=None,
         status="failed",
         error=reason,
@@ -298,6 +299,12 @@ def _record_failure(
         embeddings=None,
         embedding_model="",
     )
+
+
+def failed_type(path: Path) -> str:
+    """The type a failed file is listed under: its loader's type for images (one type, "image"), else its suffix."""
+    suffix = path.suffix.lower()
+    return "image" if suffix in IMAGE_SUFFIXES else suffix.lstrip(".") or "unknown"
 
 
 def _sha256_of(path: Path, max_bytes: int) -> str:
