@@ -160,6 +160,7 @@ def main() -> int:
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=31)
     parser.add_argument("--cer-only", action="store_true", help="measure the CER only; merge it into the results file")
+    parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="bench-ocr-"))
@@ -180,8 +181,8 @@ def main() -> int:
         print(f"{dpi} dpi: {results[f'cer_{dpi}dpi']}", flush=True)
 
     if args.cer_only:
-        previous = json.loads(RESULTS.read_text(encoding="utf-8")) if RESULTS.is_file() else {}
-        RESULTS.write_text(json.dumps({**previous, **results}, indent=2) + "\n", encoding="utf-8")
+        previous = json.loads(args.results.read_text(encoding="utf-8")) if args.results.is_file() else {}
+        args.results.write_text(json.dumps({**previous, **results}, indent=2) + "\n", encoding="utf-8")
         return 0
 
     # 2. The scanned copy: docs_corpus with the PDFs replaced by image-only scans at 300 dpi.
@@ -227,8 +228,8 @@ def main() -> int:
     results["identifier_questions_found_scanned"] = sum(runs["scanned"]["per_question"][i] for i in identifier)
     results["identifier_questions"] = len(identifier)
     results["threads"] = args.threads
-    RESULTS.parent.mkdir(parents=True, exist_ok=True)
-    RESULTS.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({k: v for k, v in results.items() if k != "retrieval"}, indent=2))
     shutil.rmtree(work, ignore_errors=True)
     return 0
