@@ -44,7 +44,7 @@ class IngestSettings(Section):
         description="Read scanned PDF pages and image files (PNG, JPEG, TIFF) by OCR, with the model "
         "ingest.ocr_model from the model store; off: such files are reported, not read.",
     )
-    ocr_model: str = Field("ppocr-v4", description="Folder name of the OCR model in the model store (role ocr).")
+    ocr_model: str = Field("ppocr-v6-small", description="Folder name of the OCR model in the model store (role ocr).")
     ocr_min_words: int = Field(
         20,
         ge=0,

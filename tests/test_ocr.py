@@ -17,7 +17,7 @@ from appliance.index.index import Index
 from appliance.ingest.chunker import chunk_document
 from appliance.ingest.loaders import OcrLimits, PageReader, load_document
 from appliance.ingest.pipeline import ingest, page_reader, reindex
-from appliance.models.packages import OCR_SHA256, init_store_from_packages
+from appliance.models.packages import OCR_V6_SHA256, init_store_from_packages
 from appliance.models.store import ModelStore
 from tests.scans import image_bytes, mixed_pdf, page_image, tiff_pages
 
@@ -26,7 +26,7 @@ PROCEDURE = ["4. Restart", "Close valve VLV-3042-B before the restart.", "Open t
 
 @pytest.fixture(scope="module")
 def reader(models_dir: Path) -> PageReader:
-    return PageReader(models_dir / "ocr" / "ppocr-v4", OcrLimits(), threads=2)
+    return PageReader(models_dir / "ocr" / "ppocr-v6-small", OcrLimits(), threads=2)
 
 
 def write(folder: Path, name: str, data: bytes) -> Path:
@@ -44,14 +44,14 @@ def words(text: str) -> list[str]:
 
 def test_the_ocr_model_enters_the_store_pinned_and_verified(tmp_path: Path) -> None:
     store = ModelStore(tmp_path)
-    (model,) = init_store_from_packages(store, ["ppocr-v4"])
-    assert (model.role, model.path) == ("ocr", "ocr/ppocr-v4")
-    assert {f.path: f.sha256 for f in model.files} == OCR_SHA256
+    (model,) = init_store_from_packages(store, ["ppocr-v6-small"])
+    assert (model.role, model.path) == ("ocr", "ocr/ppocr-v6-small")
+    assert {f.path: f.sha256 for f in model.files} == OCR_V6_SHA256
     assert store.verify() == []
-    damaged = tmp_path / "ocr" / "ppocr-v4" / "ch_PP-OCRv4_rec_infer.onnx"
+    damaged = tmp_path / "ocr" / "ppocr-v6-small" / "PP-OCRv6_rec_small.onnx"
     damaged.unlink()  # a hard link into site-packages: replace it, never write through it
     damaged.write_bytes(b"not a model")
-    assert any("ch_PP-OCRv4_rec_infer.onnx" in problem for problem in store.verify())
+    assert any("PP-OCRv6_rec_small.onnx" in problem for problem in store.verify())
 
 
 def test_the_bundle_recipe_carries_the_ocr_model_with_the_same_pins() -> None:
@@ -59,10 +59,10 @@ def test_the_bundle_recipe_carries_the_ocr_model_with_the_same_pins() -> None:
 
     recipe = load_recipe(Path(__file__).resolve().parent.parent / "bundle" / "models.toml")
     for profile in ("cpu-small", "cpu-tiny"):
-        assert recipe.profile(profile).models["ocr"] == "ppocr-v4"
-    spec = recipe.models["ppocr-v4"]
-    assert spec.role == "ocr" and spec.source == "pypi:rapidocr-onnxruntime==1.4.4"
-    assert {name: pin.sha256 for name, pin in spec.files.items()} == OCR_SHA256
+        assert recipe.profile(profile).models["ocr"] == "ppocr-v6-small"
+    spec = recipe.models["ppocr-v6-small"]
+    assert spec.role == "ocr" and spec.source == "pypi:rapidocr==3.10.0"
+    assert {name: pin.sha256 for name, pin in spec.files.items()} == OCR_V6_SHA256
 
 
 # --- image files ---------------------------------------------------------------------------------------
@@ -179,7 +179,7 @@ def test_a_page_over_its_time_limit_fails_its_file(tmp_path: Path, reader: PageR
 def test_without_the_model_an_image_names_the_missing_model(tmp_path: Path, home: Path) -> None:
     settings = Settings(home=home, models_dir=tmp_path / "empty-store")
     unavailable = page_reader(settings)
-    with pytest.raises(DocumentError, match=r"needs OCR, which is not available: the OCR model 'ppocr-v4' is not"):
+    with pytest.raises(DocumentError, match=r"needs OCR, which is not available: the OCR model 'ppocr-v6-small' is"):
         load_document(write(tmp_path, "card.png", image_bytes(page_image(PROCEDURE), "PNG")), ocr=unavailable)
 
 

@@ -1,5 +1,5 @@
-"""Optical character recognition of page images, offline: RapidOCR's PP-OCRv4 ONNX models, loaded
-from the model store (never from the package's own folder, never downloaded).
+"""Optical character recognition of page images, offline: PP-OCR ONNX models (detection, recognition)
+run by RapidOCR's engine, loaded from the model store (never from a package's folder, never downloaded).
 
 A page becomes `OcrLine`s (text, recognition confidence, box). `layout_text` lays them back on a
 character grid, the way pypdf's layout mode lays out a text layer, so the PDF page heuristics
@@ -23,11 +23,8 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from PIL.Image import Image
 
-OCR_MODEL = "ppocr-v4"
-# The files of the store's ocr/ppocr-v4 folder, as rapidocr-onnxruntime 1.4.4 ships them.
-DETECTION = "ch_PP-OCRv4_det_infer.onnx"
-RECOGNITION = "ch_PP-OCRv4_rec_infer.onnx"
-CLASSIFIER = "ch_ppocr_mobile_v2.0_cls_infer.onnx"  # loaded by RapidOCR, not run: scans are upright
+# A model folder holds one file of each part, named as PaddleOCR names them (…_det_…, …_rec_…, …_cls_…).
+PARTS = ("det", "rec", "cls")  # cls: the direction classifier, loaded by RapidOCR, not run (scans are upright)
 # Lines RapidOCR itself reads below this confidence are noise (a smudge read as "e e r"): dropped.
 _MIN_LINE_SCORE = 0.5
 # Crops recognised between two looks at the clock.
@@ -83,14 +80,11 @@ class OcrEngine:
     def __init__(self, model_dir: Path, threads: int = 0) -> None:
         from rapidocr_onnxruntime import RapidOCR
 
-        paths = {name: model_dir / name for name in (DETECTION, RECOGNITION, CLASSIFIER)}
-        missing = [str(path) for path in paths.values() if not path.is_file()]
-        if missing:
-            raise FileNotFoundError(f"OCR model files missing: {', '.join(missing)}")
+        paths = model_files(model_dir)
         self._engine = RapidOCR(
-            det_model_path=str(paths[DETECTION]),
-            rec_model_path=str(paths[RECOGNITION]),
-            cls_model_path=str(paths[CLASSIFIER]),
+            det_model_path=str(paths["det"]),
+            rec_model_path=str(paths["rec"]),
+            cls_model_path=str(paths["cls"]),
             use_cls=False,
             text_score=_MIN_LINE_SCORE,
             intra_op_num_threads=threads or -1,
@@ -135,6 +129,17 @@ class OcrEngine:
             left, top, right, bottom = float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max())
             lines.append(OcrLine(text.strip(), confidence, left, top, right, bottom))
         return OcrPage(lines, time.monotonic() - started)
+
+
+def model_files(model_dir: Path) -> dict[str, Path]:
+    """The detection, recognition and classifier ONNX files of a model folder, one of each."""
+    found: dict[str, Path] = {}
+    for part in PARTS:
+        matches = sorted(model_dir.glob(f"*_{part}_*.onnx"))
+        if len(matches) != 1:
+            raise FileNotFoundError(f"{model_dir}: expected one *_{part}_*.onnx file, found {len(matches)}")
+        found[part] = matches[0]
+    return found
 
 
 def _check(deadline: float | None, seconds: float | None) -> None:
