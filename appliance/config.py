@@ -39,6 +39,48 @@ class IngestSettings(Section):
         32, ge=0, le=512, description="Tokens repeated from the end of a chunk at the start of the next one."
     )
     follow_symlinks: bool = Field(False, description="Follow symbolic links when scanning source folders.")
+    ocr: bool = Field(
+        True,
+        description="Read scanned PDF pages and image files (PNG, JPEG, TIFF) by OCR, with the model "
+        "ingest.ocr_model from the model store; off: such files are reported, not read.",
+    )
+    ocr_model: str = Field("ppocr-v6-small", description="Folder name of the OCR model in the model store (role ocr).")
+    ocr_min_words: int = Field(
+        20,
+        ge=0,
+        le=1000,
+        description="A PDF page whose text layer has fewer words than this (none, or a scanner's header or "
+        "footer) is also read by OCR; OCR's text replaces the layer's when it finds more words. 0 = OCR only "
+        "pages without any text.",
+    )
+    ocr_dpi: int = Field(200, ge=72, le=600, description="Resolution at which PDF pages are rendered for OCR.")
+    ocr_max_pages: int = Field(
+        100,
+        ge=1,
+        le=100_000,
+        description="A file with more pages to OCR than this is reported, not read (OCR takes seconds per page).",
+    )
+    ocr_max_pixels: int = Field(
+        50_000_000,
+        ge=1_000_000,
+        le=1_000_000_000,
+        description="An image (or TIFF frame) larger than this is reported before it is decoded (an image "
+        "bomb); PDF pages are rendered at a lower resolution to stay within it.",
+    )
+    ocr_seconds_per_page: float = Field(
+        120.0,
+        gt=0,
+        le=3600,
+        description="A page whose OCR takes longer than this fails its file (checked between OCR stages).",
+    )
+    ocr_threads: int = Field(0, ge=0, le=512, description="CPU threads for OCR; 0 = one per core.")
+    ocr_low_confidence: float = Field(
+        0.9,
+        ge=0.0,
+        le=1.0,
+        description="A passage read by OCR with a mean recognition confidence below this is cited with "
+        "'text recognised by OCR: check the page', and its identifiers and numbers vouch for no answer.",
+    )
 
 
 class EmbedderSettings(Section):

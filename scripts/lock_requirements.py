@@ -22,6 +22,10 @@ ROOT = Path(__file__).resolve().parents[1]
 LOCK = ROOT / "bundle" / "requirements.lock"
 # Built from source for the target (portable CPU or CUDA) and added to the wheelhouse separately.
 BUILT_SEPARATELY = {"llama-cpp-python", "appliance"}
+# Installed with --no-deps beside `appliance` (Makefile): its metadata names opencv-python, whose cv2
+# is the same module as opencv-python-headless's without the GUI libraries a server lacks.
+ALSO = ("rapidocr-onnxruntime",)
+SAME_MODULE = {"opencv-python": "opencv-python-headless"}
 
 
 def runtime_closure(root: str) -> dict[str, str]:
@@ -39,6 +43,7 @@ def runtime_closure(root: str) -> dict[str, str]:
             if requirement.marker and not any(requirement.marker.evaluate(env) for env in environments):
                 continue
             child = canonicalize_name(requirement.name)
+            child = SAME_MODULE.get(child, child)
             if (child not in pinned and first_visit) or requirement.extras:
                 pending.append((child, frozenset(requirement.extras)))
     return pinned
@@ -46,6 +51,8 @@ def runtime_closure(root: str) -> dict[str, str]:
 
 def main() -> None:
     pinned = runtime_closure("appliance")
+    for name in ALSO:
+        pinned.update(runtime_closure(name))
     lines = [
         "# Runtime closure of `appliance`, written by scripts/lock_requirements.py; do not edit by hand.",
         f"# Python {platform.python_version()} on {sys.platform}-{platform.machine()}.",

@@ -68,9 +68,9 @@ if importlib.util.find_spec("xdist") is not None:
 
 @pytest.fixture(scope="session")
 def models_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """A model store with the real embedder and the small SmolLM2 generator (hard links: instant)."""
+    """A model store with the real embedder, the small SmolLM2 generator and the OCR model (hard links: instant)."""
     root = tmp_path_factory.mktemp("models")
-    init_store_from_packages(ModelStore(root), ["all-MiniLM-L6-v2", "smollm2-135m-instruct"])
+    init_store_from_packages(ModelStore(root), ["all-MiniLM-L6-v2", "smollm2-135m-instruct", "ppocr-v6-small"])
     return root
 
 

@@ -99,7 +99,21 @@ LONG_PARAGRAPH = (
 
 
 def test_supported_suffixes_cover_every_format() -> None:
-    expected = {".md", ".markdown", ".txt", ".text", ".html", ".htm", ".pdf", ".docx"}
+    expected = {
+        ".md",
+        ".markdown",
+        ".txt",
+        ".text",
+        ".html",
+        ".htm",
+        ".pdf",
+        ".docx",
+        ".png",
+        ".jpg",
+        ".jpeg",
+        ".tif",
+        ".tiff",
+    }
     assert expected == SUPPORTED_SUFFIXES
 
 
@@ -546,7 +560,7 @@ def test_file_that_is_not_a_pdf_at_all_is_reported(tmp_path: Path) -> None:
 
 def test_pdf_without_text_is_reported_as_probably_scanned(tmp_path: Path) -> None:
     path = make_pdf(tmp_path / "scan.pdf", [[], []])
-    assert reason_of(path) == "no extractable text (scanned PDF? OCR is not supported)"
+    assert reason_of(path) == "no extractable text (scanned PDF? OCR is not available here)"
 
 
 def test_image_only_pdf_is_reported_as_probably_scanned(tmp_path: Path) -> None:
@@ -558,7 +572,7 @@ def test_image_only_pdf_is_reported_as_probably_scanned(tmp_path: Path) -> None:
     pdf.add_page()
     pdf.image(str(image), x=10, y=10, w=100)
     pdf.output(str(tmp_path / "photo.pdf"))
-    assert reason_of(tmp_path / "photo.pdf") == "no extractable text (scanned PDF? OCR is not supported)"
+    assert reason_of(tmp_path / "photo.pdf") == "no extractable text (scanned PDF? OCR is not available here)"
 
 
 def test_pdf_with_a_corrupt_content_stream_says_what_pypdf_reported(tmp_path: Path) -> None:
@@ -566,7 +580,7 @@ def test_pdf_with_a_corrupt_content_stream_says_what_pypdf_reported(tmp_path: Pa
     start = data.find(b"stream") + 10
     data[start : start + 50] = bytes(50)  # the page's compressed text no longer inflates
     reason = reason_of(write(tmp_path, "corrupt.pdf", bytes(data)))
-    assert reason.startswith("no extractable text (scanned PDF? OCR is not supported); pypdf reported: ")
+    assert reason.startswith("no extractable text (scanned PDF? OCR is not available here); pypdf reported: ")
     assert "decompressing" in reason
 
 

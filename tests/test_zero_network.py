@@ -23,7 +23,13 @@ from appliance.offline_env import OFFLINE_VARIABLES
 from scripts.reliability.netguard import parse_line, parse_log
 from scripts.reliability.procs import REPO, clean_env
 from scripts.reliability.security import find_leaks, log_files
-from scripts.reliability.zero_network import offender_report, onnx_runtime_reports, run_lifecycle
+from scripts.reliability.zero_network import (
+    ocr_ingest_report,
+    offender_report,
+    onnx_runtime_reports,
+    run_lifecycle,
+)
+from tests.scans import image_bytes, mixed_pdf, page_image
 
 RESOLVERS = {"10.255.255.53"}
 
@@ -127,6 +133,21 @@ def test_onnx_runtime_phones_home_unless_the_appliance_runs_it(tmp_path: Path, m
     bare = reports["onnxruntime-bare"]
     assert not bare.ok and "mobile.events.data.microsoft.com" in {event.dns_name for event in bare.dns}
     assert reports["onnxruntime-appliance"].ok, reports["onnxruntime-appliance"].describe()
+
+
+@pytest.mark.slow
+def test_an_ocr_ingest_contacts_nothing(tmp_path: Path, models_dir: Path) -> None:
+    # A scanned card and a PDF with a scanned page: the OCR model comes from the store, nothing is fetched.
+    docs = tmp_path / "scans"
+    docs.mkdir()
+    lines = ["2. Isolation", "Close valve VLV-3042-B and lock it."]
+    (docs / "card.png").write_bytes(image_bytes(page_image(lines), "PNG"))
+    mixed_pdf(docs / "manual.pdf", ["1. Scope", "Pump P-101."], page_image(lines))
+    ingested, report = ocr_ingest_report(tmp_path / "run", docs, models_dir)
+    assert report.ok, report.describe()
+    # 3 pages: the card, the scanned page, and the PDF's first page (4 words in its text layer, fewer than
+    # ingest.ocr_min_words: OCR reads it too, and the layer stays since OCR finds no more words).
+    assert ingested["added"] == 2 and not ingested["failed"] and ingested["ocr"]["pages"] == 3
 
 
 @pytest.mark.slow

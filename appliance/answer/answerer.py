@@ -15,6 +15,7 @@ from typing import Any, Literal
 from appliance.answer.attribution import CorrectedCitation
 from appliance.answer.evidence_sentences import best_sentences
 from appliance.answer.followup import Standalone, Turn, standalone_question
+from appliance.answer.ocr_trust import lowest_confidence, ocr_note, untrusted_sources
 from appliance.answer.prompt import REFUSAL, SYSTEM_PROMPT, Prompt, Source, build_prompt
 from appliance.answer.quoted import Quoted, Step, quote_answer
 from appliance.answer.quotes import Quote
@@ -63,6 +64,8 @@ class Citation:
     section: str
     page: int | None
     document_id: int | None = None
+    ocr_confidence: float | None = None  # the cited passage was read by OCR: its lowest chunk confidence
+    ocr_note: str | None = None  # "text recognised by OCR: check the page" when that is low
 
 
 @dataclass(frozen=True)
@@ -377,8 +380,18 @@ class Answerer:
         yield AnswerEvent("evidence", evidence=evidence)
         timings["first_content"] = _ms(started)
         yield AnswerEvent("steps", answer_kind=quoted.kind, steps=quoted.steps)
+        low = self.settings.ingest.ocr_low_confidence
         citations = [
-            Citation(item.n or 0, item.chunk_id, item.path, item.section, item.page, item.document_id)
+            Citation(
+                item.n or 0,
+                item.chunk_id,
+                item.path,
+                item.section,
+                item.page,
+                item.document_id,
+                item.ocr_confidence,
+                ocr_note(item.ocr_confidence, low),
+            )
             for item in evidence
         ]
         shown = [
@@ -445,6 +458,7 @@ class Answerer:
             sentences=[EvidenceSentence(text[s:e], s, e, round(score, 4)) for s, e, score in spans],
             chunk_ids=[c.chunk_id for c in section.chunks],
             document_id=document_ids.get(section.path),
+            ocr_confidence=lowest_confidence(section.chunks),
         )
 
     # --- helpers -----------------------------------------------------------------------------
@@ -476,6 +490,7 @@ class Answerer:
             sentences=[EvidenceSentence(passage[s:e], s, e, round(score, 4)) for s, e, score in spans],
             chunk_ids=[chunk.chunk_id for chunk in window] or [row.chunk_id],
             document_id=files[row.path][0] if row.path in files else None,
+            ocr_confidence=lowest_confidence(window or (row,)),
         )
 
     def _refusal(
@@ -507,12 +522,16 @@ class Answerer:
     ) -> AnswerResult:
         # The semantic threshold is a cosine of the embedder it was chosen on: with another, lexical rules only.
         embed = self.searcher.embedder.embed if support_calibrated(self.settings) else None
+        low = self.settings.ingest.ocr_low_confidence
         verdict = judge_answer(
             question,
             raw_answer,
             prompt.sources,
             embed=embed,
             semantic_threshold=self.settings.support.semantic_threshold,
+            untrusted=untrusted_sources(
+                [(s.n, s.chunks) for s in prompt.sources], self.settings.ingest.ocr_low_confidence
+            ),
         )
         support, refused = verdict.support, verdict.refused
         by_number = {source.n: source for source in prompt.sources}
@@ -521,7 +540,11 @@ class Answerer:
             # A source may span several chunks: cite the one holding the words that rely on it.
             chunk = by_number[n].chunk_for([sentence.text for sentence in verdict.sentences if n in sentence.cited])
             document_id = next((item.document_id for item in evidence if item.path == chunk.path), None)
-            citations.append(Citation(n, chunk.chunk_id, chunk.path, chunk.section, chunk.page, document_id))
+            confidence = chunk.ocr_confidence
+            note = ocr_note(confidence, low)
+            citations.append(
+                Citation(n, chunk.chunk_id, chunk.path, chunk.section, chunk.page, document_id, confidence, note)
+            )
         generation: dict[str, Any] = {}
         if stats is not None:
             generation = {

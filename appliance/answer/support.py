@@ -51,7 +51,7 @@ all-MiniLM-L6-v2: with another embedder the answerer gives no `embed` (models/ca
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -94,6 +94,9 @@ class _Source:
     windows: list[set[str]]  # stems of each run of WINDOW consecutive sentences
     code_lines: list[list[str]]  # every line as command tokens
     subcommands: dict[str, set[str]]  # command -> words seen after it
+    # False for a passage read by OCR with low confidence: a misread tag or digit must not confirm the
+    # model's (its identifiers and numbers vouch for nothing; its words still count).
+    vouches: bool = True
 
 
 def _subcommands(text: str) -> dict[str, set[str]]:
@@ -111,7 +114,7 @@ def _subcommands(text: str) -> dict[str, set[str]]:
 _LINK_TARGET = re.compile(r"\]\([^()\s]*(?:\([^()\s]*\)[^()\s]*)*\)")
 
 
-def _prepare(number: int, raw: str) -> _Source:
+def _prepare(number: int, raw: str, vouches: bool = True) -> _Source:
     text = without_thousands(raw)
     sentences = [text[s.start : s.end] for s in split_sentences(text)]
     stems = [all_stems(s) for s in sentences]
@@ -128,6 +131,7 @@ def _prepare(number: int, raw: str) -> _Source:
         windows,
         code_lines,
         _subcommands(text),
+        vouches,
     )
 
 
@@ -216,6 +220,7 @@ def _claim_terms(terms: Terms) -> Terms:
 def _missing(terms: Terms, sentence: str, sources: Sequence[_Source]) -> list[tuple[str, str]]:
     """(term, reason) for each identifier, number or frequency the cited sources do not hold."""
     missing: list[tuple[str, str]] = []
+    sources = [s for s in sources if s.vouches]
     for identifier in terms.identifiers:
         if not any(identifier_in(identifier, s.text) for s in sources) and not _acronym_plural_in(identifier, sources):
             missing.append((identifier, f"identifier {identifier} not in the cited sources"))
@@ -394,8 +399,10 @@ class SupportJudge:
         lexical_threshold: float = LEXICAL_THRESHOLD,
         semantic_threshold: float = SEMANTIC_THRESHOLD,
         reword_floor: float | None = None,
+        untrusted: Collection[int] = (),
     ) -> None:
-        self.prepared = {n: _prepare(n, text) for n, text in sources.items()}
+        # `untrusted`: sources read by OCR with low confidence (their identifiers and numbers vouch for nothing).
+        self.prepared = {n: _prepare(n, text, n not in untrusted) for n, text in sources.items()}
         self.numbers = sorted(self.prepared)
         self.asked = extract_terms(question) if question else None
         self.embed = embed
@@ -530,6 +537,7 @@ def check_support(
     lexical_threshold: float = LEXICAL_THRESHOLD,
     semantic_threshold: float = SEMANTIC_THRESHOLD,
     reword_floor: float | None = None,
+    untrusted: Collection[int] = (),
 ) -> SupportReport:
     """Judge each sentence against the text of the sources it cites (rules in the module docstring).
 
@@ -541,6 +549,7 @@ def check_support(
         lexical_threshold=lexical_threshold,
         semantic_threshold=semantic_threshold,
         reword_floor=reword_floor,
+        untrusted=untrusted,
     )
     judge.prefetch(sentences)
     return judge.report([judge.judge(sentence) for sentence in sentences])

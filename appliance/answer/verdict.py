@@ -13,7 +13,7 @@ orchestrates: it builds the prompt, streams the model and turns a verdict into t
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 from appliance.answer.abstention import refusal_reason
@@ -77,10 +77,12 @@ def judge_answer(
     embed: Embed | None = None,
     semantic_threshold: float = SEMANTIC_THRESHOLD,
     reword_floor: float | None = REWORD_FLOOR,
+    untrusted: Collection[int] = (),
 ) -> Verdict:
     """Check the model's answer to `question` against the numbered `sources` it was given; `embed` (with the
     `semantic_threshold` calibrated for it) lets a close rewording of a source sentence count as support,
-    `reword_floor` a looser one that keeps every specific of its source (None: none)."""
+    `reword_floor` a looser one that keeps every specific of its source (None: none); the `untrusted` sources
+    (read by OCR with low confidence) vouch for no identifier or number."""
     parsed = parse_citations(raw_answer.strip(), len(sources))
     source_texts = {source.n: checked_text(source) for source in sources}
     judge = SupportJudge(
@@ -89,6 +91,7 @@ def judge_answer(
         question=question,
         semantic_threshold=semantic_threshold,
         reword_floor=reword_floor,
+        untrusted=untrusted,
     )
     attribution = attribute_citations(parsed, judge)
     support = judge.report(attribution.details)

@@ -128,6 +128,9 @@ def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -
             page = f", p. {citation.page}" if citation.page else ""
             section = f" › {citation.section}" if citation.section else ""
             click.echo(f"[{citation.n}] {citation.path}{section}{page}")
+            if citation.ocr_note:
+                note = f"    {citation.ocr_note} (confidence {citation.ocr_confidence:.2f})"
+                click.echo(click.style(note, fg="yellow"))
             if citation.path in files:
                 click.echo(f"    {open_hint(files[citation.path], citation.page)}")
     if result.removed_citations:

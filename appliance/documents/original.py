@@ -28,6 +28,14 @@ MEDIA_TYPES = {
     "pdf": "application/pdf",
     "docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
 }
+# Image documents (type "image") by file suffix.
+IMAGE_MEDIA_TYPES = {
+    ".png": "image/png",
+    ".jpg": "image/jpeg",
+    ".jpeg": "image/jpeg",
+    ".tif": "image/tiff",
+    ".tiff": "image/tiff",
+}
 
 
 @dataclass(frozen=True)
@@ -39,7 +47,9 @@ class Original:
 
     @property
     def media_type(self) -> str:
-        media = MEDIA_TYPES.get(self.document.type, "application/octet-stream")
+        media = MEDIA_TYPES.get(self.document.type) or IMAGE_MEDIA_TYPES.get(
+            Path(self.document.abs_path).suffix.lower(), "application/octet-stream"
+        )
         if media.startswith("text/") and _is_utf8(self.data):
             media += "; charset=utf-8"
         return media

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 
+from appliance.documents.ocr_text import OCR_LABEL
 from appliance.documents.tree import TreeBuilder
 from appliance.ingest.document import Block, LoadedDocument
 
@@ -79,6 +80,9 @@ def render_blocks(document: LoadedDocument) -> TreeBuilder:
         tree.open("section", page=page, id=f"page-{page}")
         tree.element("h2", f"Page {page}", kind="page-label")
         blocks = by_page.get(page, [])
+        read = [block.ocr_confidence for block in blocks if block.ocr_confidence is not None]
+        if read:
+            tree.element("p", OCR_LABEL.format(confidence=min(read)), kind="ocr-notice")
         if not blocks:
             tree.element("p", "(no text on this page)")
         for block in blocks:

@@ -7,16 +7,19 @@ section (and page) to open at; the sentences are those the page shows highlighte
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 from appliance.documents.highlight import highlight
+from appliance.documents.ocr_text import with_ocr_pages
 from appliance.documents.original import Original
 from appliance.documents.render_blocks import render_blocks
 from appliance.documents.render_html import render_html
 from appliance.documents.render_markdown import render_markdown
 from appliance.documents.tree import TreeBuilder
 from appliance.errors import DocumentError
+from appliance.index.records import ChunkRow
 from appliance.ingest.loaders import load_bytes
 from appliance.ingest.loaders.decoding import decode_text
 from appliance.ingest.loaders.markdown_loader import split_front_matter
@@ -27,8 +30,16 @@ CHANGED_NOTICE = (
 )
 
 
-def _tree(original: Original) -> TreeBuilder:
+def _tree(original: Original, chunks: Sequence[ChunkRow] = ()) -> TreeBuilder:
     document = original.document
+    if chunks and document.type in ("pdf", "image"):
+        text_layer = None
+        if document.type == "pdf":
+            try:
+                text_layer = load_bytes(original.data, Path(document.abs_path), document.path)
+            except DocumentError:  # every page is a scan: nothing but OCR's text to show
+                text_layer = None
+        return render_blocks(with_ocr_pages(text_layer, chunks, document.path, document.type))
     if document.type in ("md", "html"):
         text = decode_text(original.data, document.path)
         return render_markdown(split_front_matter(text)[1]) if document.type == "md" else render_html(text)
@@ -37,12 +48,19 @@ def _tree(original: Original) -> TreeBuilder:
 
 
 def document_view(
-    original: Original, *, section: str = "", page: int | None = None, sentences: list[str] | None = None
+    original: Original,
+    *,
+    section: str = "",
+    page: int | None = None,
+    sentences: list[str] | None = None,
+    chunks: Sequence[ChunkRow] = (),
 ) -> dict[str, Any]:
-    """{"document": …, "target": id to scroll to, "page", "highlighted", "sentences", "truncated", "body": tree}."""
+    """{"document": …, "target": id to scroll to, "page", "highlighted", "sentences", "truncated", "body": tree}.
+
+    `chunks`: the document's chunks read by OCR, shown (and marked) for the pages OCR read."""
     document = original.document
     try:
-        tree = _tree(original)
+        tree = _tree(original, chunks)
     except DocumentError as exc:  # the file changed into something its loader refuses
         tree = TreeBuilder()
         tree.element("p", f"This file can no longer be read: {exc.reason}. Open the original file.")

@@ -54,10 +54,11 @@ _CHUNK_COLUMNS = (
     "start",
     "end",
     "identifiers",
+    "ocr_confidence",
 )
 _CHUNK_SELECT = """
     SELECT c.id, c.rowid, d.path, COALESCE(d.title, ''), d.type, c.ord, c.header, c.text, c.section,
-           c.page, c.start, c.end, c.identifiers
+           c.page, c.start, c.end, c.identifiers, c.ocr_confidence
     FROM chunks c JOIN documents d ON d.id = c.document_id
 """
 
@@ -197,8 +198,8 @@ class Catalog:
             assert embeddings is not None
             conn.executemany(
                 """INSERT INTO chunks(id, document_id, ord, header, text, section, page, start, end,
-                                      identifiers, text_sha256, embedding, embedding_model)
-                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
+                                      identifiers, text_sha256, embedding, embedding_model, ocr_confidence)
+                   VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)""",
                 [
                     (
                         c.chunk_id,
@@ -214,6 +215,7 @@ class Catalog:
                         text_sha256(c.embedding_text),
                         np.asarray(vector, dtype="<f4").tobytes(),
                         embedding_model,
+                        c.ocr_confidence,
                     )
                     for c, vector in zip(chunks, embeddings, strict=True)
                 ],

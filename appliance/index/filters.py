@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-DOC_TYPES = ("md", "txt", "html", "pdf", "docx")
+DOC_TYPES = ("md", "txt", "html", "pdf", "docx", "image")
 
 
 @dataclass(frozen=True)

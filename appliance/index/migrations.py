@@ -112,6 +112,12 @@ MIGRATIONS: list[tuple[str, str]] = [
         END;
         """,
     ),
+    (
+        "0004_ocr_confidence",
+        # A chunk read by OCR: the mean recognition confidence (0..1) of its least trusted block;
+        # NULL for text from a text layer or a text format.
+        "ALTER TABLE chunks ADD COLUMN ocr_confidence REAL;",
+    ),
 ]
 
 

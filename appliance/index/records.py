@@ -24,6 +24,7 @@ class ChunkRecord:
     section: str  # heading path inside the document, "Procedure › Restart" ('' before the first heading)
     page: int | None  # 1-based page of paged formats (PDF), else None
     text: str
+    ocr_confidence: float | None = None  # text recognised by OCR: its recognition confidence (0..1)
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -47,4 +48,4 @@ class ChunkRow(Chunk):
     """A chunk read back from the catalog."""
 
     rowid: int  # the chunks table's rowid, which both FTS5 tables are keyed on
-    type: str  # its document's type: md, txt, html, pdf, docx
+    type: str  # its document's type: md, txt, html, pdf, docx, image

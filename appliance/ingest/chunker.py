@@ -69,9 +69,16 @@ def chunk_document(
                     start=start,
                     end=end,
                     identifiers=" ".join(extract_identifiers(f"{file_stem}\n{header}\n{text}")),
+                    ocr_confidence=_ocr_confidence(blocks, start, end),
                 )
             )
     return _with_ids(doc.path, chunks)
+
+
+def _ocr_confidence(blocks: list[Block], start: int, end: int) -> float | None:
+    """The least trusted OCR'd block the chunk holds: one badly read line is enough to check the page."""
+    read = [b.ocr_confidence for b in blocks if b.ocr_confidence is not None and b.start < end and b.end > start]
+    return round(min(read), 4) if read else None
 
 
 def _sections(doc: LoadedDocument) -> list[tuple[str, list[Block]]]:

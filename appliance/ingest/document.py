@@ -25,7 +25,8 @@ class Block:
     start: int
     end: int
     level: int = 0  # heading level 1..6 for kind == "heading", else 0
-    page: int | None = None  # 1-based page number for paged formats (PDF)
+    page: int | None = None  # 1-based page number for paged formats (PDF, multi-page TIFF)
+    ocr_confidence: float | None = None  # read by OCR: mean recognition confidence of its lines (0..1)
 
 
 @dataclass
@@ -33,7 +34,7 @@ class LoadedDocument:
     """A parsed document: its title, its blocks, and the text the offsets refer to."""
 
     path: str
-    doc_type: str  # "md", "txt", "html", "pdf", "docx"
+    doc_type: str  # "md", "txt", "html", "pdf", "docx", "image"
     title: str
     blocks: list[Block] = field(default_factory=list)
     text: str = ""
@@ -49,7 +50,15 @@ class DocumentBuilder:
         self._length = 0
         self.blocks: list[Block] = []
 
-    def add(self, kind: BlockKind, text: str, *, level: int = 0, page: int | None = None) -> None:
+    def add(
+        self,
+        kind: BlockKind,
+        text: str,
+        *,
+        level: int = 0,
+        page: int | None = None,
+        ocr_confidence: float | None = None,
+    ) -> None:
         text = text.strip("\n")
         if not text.strip():
             return
@@ -59,7 +68,17 @@ class DocumentBuilder:
         start = self._length
         self._parts.append(text)
         self._length += len(text)
-        self.blocks.append(Block(kind=kind, text=text, start=start, end=self._length, level=level, page=page))
+        self.blocks.append(
+            Block(
+                kind=kind,
+                text=text,
+                start=start,
+                end=self._length,
+                level=level,
+                page=page,
+                ocr_confidence=ocr_confidence,
+            )
+        )
 
     def build(self, title: str) -> LoadedDocument:
         return LoadedDocument(

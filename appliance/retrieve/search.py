@@ -303,6 +303,7 @@ def _hit(rank: int, row: ChunkRow, score: float) -> Hit:
         page=row.page,
         score=round(score, 6),
         text=row.text,
+        ocr_confidence=row.ocr_confidence,
     )
 
 

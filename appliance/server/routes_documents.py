@@ -56,6 +56,15 @@ def _document(state: AppState, document_id: int, chunk_id: str | None = None) ->
     return document, chunk
 
 
+def _ocr_chunks(state: AppState, document: DocumentRow) -> list[ChunkRow]:
+    """The document's chunks read by OCR: the view shows them (OCR is too slow to run again)."""
+    if document.type not in ("pdf", "image"):
+        return []
+    with state.retrieval_lock:
+        chunks = state.catalog().chunks_of_documents([document.path]).get(document.path, [])
+    return [chunk for chunk in chunks if chunk.ocr_confidence is not None]
+
+
 def _audit(
     request: Request, document: DocumentRow, original: Original | None, view: bool, chunk_id: str | None = None
 ) -> None:
@@ -112,6 +121,7 @@ async def document_view_route(
             section=chunk.section if chunk is not None else (body.section or ""),
             page=chunk.page if chunk is not None else body.page,
             sentences=body.sentences,
+            chunks=_ocr_chunks(state, document),
         )
 
     return ApplianceJSONResponse(await anyio.to_thread.run_sync(run))

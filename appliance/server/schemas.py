@@ -8,7 +8,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-DocType = Literal["md", "txt", "html", "pdf", "docx"]
+DocType = Literal["md", "txt", "html", "pdf", "docx", "image"]
 # The hard ceiling of a question's length; the configured one (server.max_question_chars) is checked
 # by the routes, which know the settings.
 QUESTION_CEILING = 100_000
@@ -45,7 +45,7 @@ class AskRequest(_Strict):
         "the local model's short answer, checked [answer.mode].",
     )
     path_prefix: str | None = Field(None, max_length=1024, description="Only documents whose path starts with this.")
-    types: list[DocType] | None = Field(None, max_length=5, description="Only these document types.")
+    types: list[DocType] | None = Field(None, max_length=6, description="Only these document types.")
     history: list[HistoryTurn] = Field(
         default_factory=list,
         max_length=40,
@@ -61,7 +61,7 @@ class SearchRequest(_Strict):
     k: int | None = Field(None, ge=1, le=50, description="Hits returned [search.k].")
     mode: Literal["lexical", "dense", "hybrid"] | None = Field(None, description="Retrieval mode [search.mode].")
     path_prefix: str | None = Field(None, max_length=1024, description="Only documents whose path starts with this.")
-    types: list[DocType] | None = Field(None, max_length=5, description="Only these document types.")
+    types: list[DocType] | None = Field(None, max_length=6, description="Only these document types.")
 
     _strip = field_validator("query")(_stripped)
 

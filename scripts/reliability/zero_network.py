@@ -192,3 +192,15 @@ def onnx_runtime_reports(work: Path, embedder: Path, watch_s: float = 20.0) -> d
             raise RuntimeError(f"{name} failed ({process.returncode}): {stderr.decode(errors='replace')[-2000:]}")
         reports[name] = parse_log(log)
     return reports
+
+
+def ocr_ingest_report(work: Path, docs: Path, models_dir: Path) -> tuple[dict[str, Any], NetReport]:
+    """`appliance ingest DOCS --json` from this checkout under the guard, with the models (the OCR model
+    among them) in `models_dir`: the ingest report and the guard's verdict. For folders of scans: OCR
+    loads its models from the store and must fetch nothing (rapidocr's own defaults never run)."""
+    work.mkdir(parents=True, exist_ok=True)
+    env = clean_env(APPLIANCE_HOME=str(work / "home"), APPLIANCE_MODELS_DIR=str(models_dir), PYTHONPATH=str(REPO))
+    code = "from appliance.cli.main import main; main()"
+    log = work / "ocr-ingest.strace"
+    report = _guarded(log, [sys.executable, "-c", code, "ingest", str(docs), "--json"], env)
+    return report, parse_log(log)

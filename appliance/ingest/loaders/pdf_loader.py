@@ -1,5 +1,9 @@
 """PDF via pypdf: paragraphs, lists, tables and numbered headings, each tagged with its 1-based page.
 
+Ruled tables keep their rows and columns (pdf_tables). A page without a text layer, or with only a
+few words in it (a scanner's stamp), is read by OCR (pdf_ocr), and OCR's text is kept when it finds
+more words than the layer holds.
+
 Every failure inside pypdf becomes a DocumentError: it parses untrusted bytes and raises a wide
 range of exception types on damaged files, none of which should reach the user as a traceback.
 """
@@ -16,7 +20,10 @@ from appliance.errors import DocumentError
 from appliance.ingest.document import DocumentBuilder, LoadedDocument
 
 from .common import MAX_TITLE_CHARS, short_line_title, title_from_stem
-from .pdf_text import clean_page_text, page_blocks
+from .page_ocr import OcrBlock
+from .pdf_ocr import ocr_pages
+from .pdf_tables import PageTable, blocks_with_tables, page_tables
+from .pdf_text import PageBlock, clean_page_text
 from .pypdf_log import PypdfWarnings, collect_pypdf_warnings
 from .source import Source
 
@@ -82,27 +89,80 @@ def load_pdf(data: bytes, source: Source) -> LoadedDocument:
     builder = DocumentBuilder(shown, "pdf")
     first_page_text = ""
     failures: list[str] = []
+    pages: list[tuple[int, list[PageBlock], int]] = []  # (number, text-layer blocks, words in the layer)
     with collect_pypdf_warnings() as pypdf_log:
         reader = _open(data, shown, pypdf_log)
         if not reader.pages:
             raise DocumentError(shown, "the PDF has no pages")
+        ruled = _ruled_tables(data)
         for number, page in enumerate(reader.pages, start=1):
             try:
                 text, layout = _page_text(page)
-                blocks = page_blocks(text, layout=layout)
+                blocks = blocks_with_tables(text, ruled.get(number, []), layout=layout)
             except Exception as exc:  # one bad page should not lose the others
                 failures.append(f"page {number}: {_reason(exc)}")
+                pages.append((number, [], 0))
                 continue
-            for block in blocks:
-                builder.add(block.kind, block.text, level=block.level, page=number)
+            pages.append((number, blocks, len(text.split())))
             if number == 1:
                 first_page_text = text
         title = _title(reader, first_page_text)
+    ocr = source.ocr
+    read_by_ocr: dict[int, list[OcrBlock]] = {}
+    if ocr is not None and ocr.unavailable is None:
+        wanted = [number for number, _, words in pages if words < max(1, ocr.limits.min_words)]
+        if wanted:
+            ocr.check_pages(shown, len(wanted))
+            read_by_ocr = ocr_pages(data, shown, wanted, ocr, failures)
+    for number, blocks, words in pages:
+        scanned = read_by_ocr.get(number)
+        if scanned is not None and _word_count(scanned) > words:
+            for item in scanned:
+                block = item.block
+                builder.add(block.kind, block.text, level=block.level, page=number, ocr_confidence=item.confidence)
+            continue
+        for block in blocks:
+            builder.add(block.kind, block.text, level=block.level, page=number)
     if not builder.blocks:
-        if len(failures) == len(reader.pages):
+        if failures and len(failures) >= len(reader.pages):
             raise DocumentError(shown, f"damaged PDF: no page could be read ({failures[0]})")
-        reason = "no extractable text (scanned PDF? OCR is not supported)"
-        if pypdf_log.messages:
+        if ocr is None or ocr.unavailable is not None:
+            why = ocr.unavailable if ocr is not None else "not available here"
+            reason = f"no extractable text (scanned PDF? OCR is {why})"
+        else:
+            reason = "no text found, in the text layer or by OCR"
+        if failures:
+            reason += f"; {failures[0]}"
+        elif pypdf_log.messages:
             reason += f"; pypdf reported: {pypdf_log.messages[0]}"
         raise DocumentError(shown, reason)
     return builder.build(title or title_from_stem(source.stem))
+
+
+def _ruled_tables(data: bytes) -> dict[int, list[PageTable]]:
+    """Each page's ruled tables (pdf_tables); none when pdfium cannot open the file (pypdf still reads it)."""
+    import pypdfium2 as pdfium
+
+    found: dict[int, list[PageTable]] = {}
+    try:
+        document = pdfium.PdfDocument(data)
+    except Exception:  # see module docstring: tables are a refinement, the text is what matters
+        return found
+    try:
+        for index in range(len(document)):
+            page = document[index]
+            try:
+                tables = page_tables(page)
+            except Exception:  # a damaged page's drawing: its text is still read, without the grid
+                tables = []
+            finally:
+                page.close()
+            if tables:
+                found[index + 1] = tables
+    finally:
+        document.close()
+    return found
+
+
+def _word_count(blocks: list[OcrBlock]) -> int:
+    return sum(len(item.block.text.split()) for item in blocks)

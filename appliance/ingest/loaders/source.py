@@ -7,8 +7,12 @@ import os
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from appliance.errors import DocumentError
+
+if TYPE_CHECKING:
+    from .page_ocr import PageReader
 
 _MB = 1024 * 1024
 
@@ -19,6 +23,7 @@ class Source:
 
     path: Path
     display_path: str
+    ocr: PageReader | None = None  # reads page images (scanned PDF pages, image files); None: no OCR
 
     @property
     def stem(self) -> str:

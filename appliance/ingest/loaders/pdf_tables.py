@@ -1,0 +1,175 @@
+"""Ruled tables of a PDF page's text layer, kept as rows and columns (pypdfium2).
+
+Plain and layout-mode text lose a table whose cells wrap: "Caustic soda / storage tank" becomes
+lines of their own, and "what is the high-level alarm of T-450?" no longer finds its row with its
+header. A table drawn with rules has its grid in the page's path objects: each rule (a thin path) or
+cell rectangle gives edges; edges that touch form a grid; each grid cell's text is read within its
+bounds. The table is rendered as the same pipe table as DOCX, HTML and Markdown tables, and it takes
+the place of the lines of the layout text that held its words.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from dataclasses import dataclass
+
+from .common import collapse_whitespace, pipe_table
+from .pdf_text import PageBlock, page_blocks
+
+_THIN = 2.0  # points: a path this thin is a rule
+_MIN_EDGE = 8.0  # points: shorter paths are marks, not rules
+_SNAP = 2.5  # points: edges this close are one line of the grid
+_SHARE = 0.7  # a layout line belongs to a table when this share of its words are the table's
+
+
+@dataclass
+class _Edges:
+    horizontal: list[tuple[float, float, float]]  # (y, x0, x1)
+    vertical: list[tuple[float, float, float]]  # (x, y0, y1)
+
+
+@dataclass(frozen=True)
+class PageTable:
+    top: float  # page coordinates (points from the bottom), for ordering
+    rows: list[list[str]]
+
+    @property
+    def text(self) -> str:
+        return pipe_table(self.rows)
+
+
+def _edges(page: object) -> _Edges:
+    import pypdfium2.raw as raw
+
+    edges = _Edges([], [])
+    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH], max_depth=2):  # type: ignore[attr-defined]
+        left, bottom, right, top = obj.get_bounds()
+        width, height = right - left, top - bottom
+        if height <= _THIN and width >= _MIN_EDGE:
+            edges.horizontal.append(((bottom + top) / 2, left, right))
+        elif width <= _THIN and height >= _MIN_EDGE:
+            edges.vertical.append(((left + right) / 2, bottom, top))
+        elif width >= _MIN_EDGE and height >= _MIN_EDGE:  # a cell's rectangle: its four sides
+            edges.horizontal += [(bottom, left, right), (top, left, right)]
+            edges.vertical += [(left, bottom, top), (right, bottom, top)]
+    return edges
+
+
+def _snap(values: list[float]) -> list[float]:
+    snapped: list[float] = []
+    for value in sorted(values):
+        if not snapped or value - snapped[-1] > _SNAP:
+            snapped.append(value)
+    return snapped
+
+
+def _grids(edges: _Edges) -> list[tuple[list[float], list[float]]]:
+    """(xs, ys) of each group of touching edges that makes at least a 2 x 2 grid of cells."""
+    segments = [("h", *h) for h in edges.horizontal] + [("v", *v) for v in edges.vertical]
+    parent = list(range(len(segments)))
+
+    def find(i: int) -> int:
+        while parent[i] != i:
+            parent[i] = parent[parent[i]]
+            i = parent[i]
+        return i
+
+    def touches(a: tuple[str, float, float, float], b: tuple[str, float, float, float]) -> bool:
+        if a[0] == b[0]:  # collinear and overlapping: one ruled line drawn in pieces
+            return abs(a[1] - b[1]) <= _SNAP and a[2] <= b[3] + _SNAP and b[2] <= a[3] + _SNAP
+        h, v = (a, b) if a[0] == "h" else (b, a)
+        return h[2] - _SNAP <= v[1] <= h[3] + _SNAP and v[2] - _SNAP <= h[1] <= v[3] + _SNAP
+
+    for i in range(len(segments)):
+        for j in range(i + 1, len(segments)):
+            if touches(segments[i], segments[j]):
+                parent[find(i)] = find(j)
+    groups: dict[int, list[tuple[str, float, float, float]]] = {}
+    for i, segment in enumerate(segments):
+        groups.setdefault(find(i), []).append(segment)
+    grids = []
+    for group in groups.values():
+        ys = _snap([s[1] for s in group if s[0] == "h"])
+        xs = _snap([s[1] for s in group if s[0] == "v"])
+        if len(ys) >= 3 and len(xs) >= 3:
+            grids.append((xs, ys))
+    return grids
+
+
+def page_tables(page: object) -> list[PageTable]:
+    """The ruled tables of a pypdfium2 page, top first; cells read within their bounds."""
+    textpage = page.get_textpage()  # type: ignore[attr-defined]
+    tables = []
+    try:
+        for xs, ys in _grids(_edges(page)):
+            rows = []
+            for top, bottom in zip(reversed(ys[1:]), reversed(ys[:-1]), strict=True):  # top row first
+                cells = [
+                    collapse_whitespace(textpage.get_text_bounded(left + 0.5, bottom + 0.5, right - 0.5, top - 0.5))
+                    for left, right in itertools.pairwise(xs)
+                ]
+                if any(cells):
+                    rows.append(cells)
+            filled = sum(1 for row in rows for cell in row if cell)
+            # A frame around a paragraph or a boxed note is no table: most cells of a table hold text.
+            if len(rows) >= 2 and rows[0] and filled >= 0.5 * len(rows) * len(rows[0]):
+                tables.append(PageTable(ys[-1], rows))
+    finally:
+        textpage.close()
+    return sorted(tables, key=lambda table: -table.top)
+
+
+def table_lines(lines: list[str], table: PageTable, taken: set[int]) -> range | None:
+    """The run of layout-text lines (indices) that hold the table's words, or None when none does."""
+    words = Counter(word for row in table.rows for cell in row for word in cell.split())
+    best: range | None = None
+    best_words = 0
+    start = None
+    count = 0
+    for index, line in enumerate([*lines, "\0"]):
+        tokens = line.split()
+        if not tokens and start is not None:
+            continue  # a blank line inside the table (a tall row)
+        inside = (
+            bool(tokens)
+            and index not in taken
+            and index < len(lines)
+            and sum(1 for t in tokens if t in words) >= _SHARE * len(tokens)
+        )
+        if inside:
+            if start is None:
+                start, count = index, 0
+            count += len(tokens)
+            continue
+        if start is not None:
+            end = index
+            while end > start and not lines[end - 1].strip():
+                end -= 1
+            if count > best_words:
+                best, best_words = range(start, end), count
+            start = None
+    total = sum(words.values())
+    return best if best is not None and best_words >= 0.5 * total else None
+
+
+def blocks_with_tables(text: str, tables: list[PageTable], *, layout: bool) -> list[PageBlock]:
+    """The page's blocks, each ruled table in place of the layout lines that held its words."""
+    lines = text.split("\n")
+    taken: set[int] = set()
+    placed: list[tuple[range, PageTable]] = []
+    for table in tables:
+        run = table_lines(lines, table, taken)
+        if run is not None:
+            taken.update(run)
+            placed.append((run, table))
+    if not placed:
+        return page_blocks(text, layout=layout)
+    blocks: list[PageBlock] = []
+    position = 0
+    for run, table in sorted(placed, key=lambda item: item[0].start):
+        blocks += page_blocks("\n".join(lines[position : run.start]), layout=layout)
+        blocks.append(PageBlock("table", table.text))
+        position = run.stop
+    blocks += page_blocks("\n".join(lines[position:]), layout=layout)
+    return blocks

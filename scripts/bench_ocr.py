@@ -1,0 +1,239 @@
+"""OCR on a scanned copy of the demo corpus: character error rate, retrieval against the original,
+pages per second and OCR's share of ingest time (docs/measurements/ocr.md).
+
+The scanned copy (lab only, never in the package): each page of the chosen PDF SOPs rendered at 200
+and 300 dpi, then scan noise: a grey paper background, a rotation of up to ±2°, a slight blur and a
+JPEG round trip at quality 60; the pages rebuilt as image-only PDFs (same file names, so gold files
+match), and one SOP also as a multi-page TIFF and PNG pages.
+
+- CER: OCR's text of each noisy page (OcrEngine, as ingest runs it) against the page's text layer,
+  whitespace collapsed; also without spaces (the recogniser's missing word spaces), and the share of
+  the layer's words OCR read (order-free: a table read in another order costs CER, not words).
+- Retrieval: docs_corpus as it is, and docs_corpus with the scanned PDFs in place of the originals
+  (300 dpi), each ingested into its own home; the demo and procedure golden questions whose gold file
+  is a scanned PDF; gold-file recall@5 over the top hits' distinct documents.
+
+    .venv/bin/python scripts/bench_ocr.py [--pages-per-doc N] [--docs SOP-FLT-001,...] [--models-dir DIR]
+"""
+
+from __future__ import annotations
+
+import argparse
+import io
+import json
+import random
+import re
+import shutil
+import sys
+import tempfile
+import time
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from PIL import Image, ImageFilter  # noqa: E402
+
+from appliance.config import Settings  # noqa: E402
+from appliance.ingest.ocr import OcrEngine  # noqa: E402
+from appliance.ingest.pipeline import ingest  # noqa: E402
+from appliance.models.registry import ocr_model_path  # noqa: E402
+from appliance.retrieve.search import Searcher  # noqa: E402
+
+CORPUS = ROOT / "docs_corpus"
+RESULTS = ROOT / "scripts" / "results" / "bench_ocr.json"
+QUESTION_SETS = [ROOT / "scripts" / "qa" / "demo_corpus.jsonl", ROOT / "scripts" / "qa" / "procedures.jsonl"]
+
+
+def scan_noise(page: Image.Image, rng: random.Random) -> Image.Image:
+    """A copier's page: grey paper, a slight skew, soft focus, JPEG at quality 60."""
+    grey = page.convert("L").point(lambda v: int(60 + v * (215 - 60) / 255))  # ink ~60, paper ~215
+    skewed = grey.rotate(rng.uniform(-2.0, 2.0), resample=Image.Resampling.BICUBIC, expand=True, fillcolor=215)
+    blurred = skewed.filter(ImageFilter.GaussianBlur(radius=0.8))
+    buffer = io.BytesIO()
+    blurred.save(buffer, format="JPEG", quality=60)
+    return Image.open(io.BytesIO(buffer.getvalue())).convert("L")
+
+
+def render_pages(pdf_path: Path, dpi: int, limit: int | None) -> list[tuple[Image.Image, str]]:
+    """(page image, the page's text layer) for the first `limit` pages."""
+    import pypdfium2 as pdfium
+
+    document = pdfium.PdfDocument(str(pdf_path))
+    pages = []
+    for index in range(len(document) if limit is None else min(limit, len(document))):
+        page = document[index]
+        image = page.render(scale=dpi / 72, grayscale=True).to_pil()
+        pages.append((image, page.get_textpage().get_text_range()))
+    document.close()
+    return pages
+
+
+def normalise(text: str) -> str:
+    return " ".join(text.split())
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"[\w][\w.\-/]*[\w]|\w", text.casefold())
+
+
+def character_errors(engine: OcrEngine, pages: list[tuple[Image.Image, str]]) -> dict[str, Any]:
+    from rapidfuzz.distance import Levenshtein
+
+    errors = errors_nospace = chars = chars_nospace = 0
+    seconds = 0.0
+    words_found = words_total = 0
+    for image, truth in pages:
+        result = engine.read(image)
+        seconds += result.seconds
+        read = normalise(" ".join(line.text for line in result.lines))
+        truth = normalise(truth)
+        errors += Levenshtein.distance(read, truth)
+        chars += len(truth)
+        errors_nospace += Levenshtein.distance(read.replace(" ", ""), truth.replace(" ", ""))
+        chars_nospace += len(truth.replace(" ", ""))
+        # Order-free: a table's cells read in another order cost CER, not words.
+        read_words = Counter(_words(read))
+        for word, count in Counter(_words(truth)).items():
+            words_found += min(count, read_words[word])
+            words_total += count
+    return {
+        "pages": len(pages),
+        "characters": chars,
+        "cer": round(errors / max(1, chars), 4),
+        "cer_ignoring_spaces": round(errors_nospace / max(1, chars_nospace), 4),
+        "words_found": round(words_found / max(1, words_total), 4),
+        "ocr_seconds": round(seconds, 1),
+        "pages_per_second": round(len(pages) / max(seconds, 1e-9), 4),
+    }
+
+
+def scanned_pdf(pages: list[Image.Image], path: Path, dpi: int) -> None:
+    pages[0].save(path, format="PDF", save_all=True, append_images=pages[1:], resolution=dpi)
+
+
+def questions(scanned: set[str]) -> list[dict[str, Any]]:
+    found = []
+    for path in QUESTION_SETS:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            item = json.loads(line)
+            gold = item.get("gold_files") or ([item["gold_file"]] if item.get("gold_file") else [])
+            if item.get("answerable", True) and any(Path(g).name in scanned for g in gold):
+                found.append({"id": item["id"], "question": item["question"], "gold": gold, "kind": item.get("kind")})
+    return found
+
+
+def recall_at_5(settings: Settings, asked: list[dict[str, Any]], prefix: str) -> dict[str, Any]:
+    searcher = Searcher(settings)
+    hits_per_question = {}
+    found = 0
+    for item in asked:
+        result = searcher.search(item["question"], k=30)
+        documents: list[str] = []
+        for hit in result.hits:
+            name = Path(hit.path).name
+            if name not in documents:
+                documents.append(name)
+        top = documents[:5]
+        ok = any(Path(g).name in top for g in item["gold"])
+        found += ok
+        hits_per_question[item["id"]] = ok
+    searcher.index.close()
+    return {
+        "recall@5": round(found / max(1, len(asked)), 4),
+        "found": found,
+        "of": len(asked),
+        "per_question": hits_per_question,
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument(
+        "--docs", default="", help="comma-separated name prefixes of the PDF SOPs to scan (default: all)"
+    )
+    parser.add_argument("--cer-docs", default="SOP-FLT-001,SOP-ELC-001", help="the SOPs whose pages the CER reads")
+    parser.add_argument("--pages-per-doc", type=int, default=0, help="CER: at most this many pages per SOP (0: all)")
+    parser.add_argument("--models-dir", type=Path, default=None)
+    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--seed", type=int, default=31)
+    parser.add_argument("--cer-only", action="store_true", help="measure the CER only; merge it into the results file")
+    parser.add_argument("--results", type=Path, default=RESULTS)
+    args = parser.parse_args()
+
+    work = Path(tempfile.mkdtemp(prefix="bench-ocr-"))
+    base = Settings(home=work / "probe", **({"models_dir": args.models_dir} if args.models_dir else {}))
+    engine = OcrEngine(ocr_model_path(base), threads=args.threads)
+    pdfs = sorted(p for p in CORPUS.glob("*.pdf") if not args.docs or p.name.startswith(tuple(args.docs.split(","))))
+    cer_docs = [p for p in pdfs if p.name.startswith(tuple(args.cer_docs.split(",")))]
+    rng = random.Random(args.seed)
+    results: dict[str, Any] = {"scanned_documents": [p.name for p in pdfs], "cer_documents": [p.name for p in cer_docs]}
+    limit = args.pages_per_doc or None
+
+    # 1. Character error rate at 200 and 300 dpi.
+    for dpi in (200, 300):
+        pages = []
+        for pdf in cer_docs:
+            pages += [(scan_noise(image, rng), text) for image, text in render_pages(pdf, dpi, limit)]
+        results[f"cer_{dpi}dpi"] = character_errors(engine, pages)
+        print(f"{dpi} dpi: {results[f'cer_{dpi}dpi']}", flush=True)
+
+    if args.cer_only:
+        previous = json.loads(args.results.read_text(encoding="utf-8")) if args.results.is_file() else {}
+        args.results.write_text(json.dumps({**previous, **results}, indent=2) + "\n", encoding="utf-8")
+        return 0
+
+    # 2. The scanned copy: docs_corpus with the PDFs replaced by image-only scans at 300 dpi.
+    scan_corpus = work / "docs_corpus"
+    shutil.copytree(CORPUS, scan_corpus)
+    for pdf in pdfs:
+        noisy = [scan_noise(image, rng) for image, _ in render_pages(pdf, 300, None)]
+        scanned_pdf(noisy, scan_corpus / pdf.name, 300)
+    # One SOP also as a multi-page TIFF and PNG pages: the image loaders in the same ingest.
+    extra = work / "images"
+    extra.mkdir()
+    first = [scan_noise(image, rng) for image, _ in render_pages(pdfs[0], 200, 2)]
+    first[0].save(extra / "scan.tiff", save_all=True, append_images=first[1:], compression="tiff_deflate")
+    first[0].save(extra / "scan-page1.png")
+
+    asked = questions({p.name for p in pdfs})
+    results["questions"] = len(asked)
+    runs: dict[str, Any] = {}
+    for name, folder in (("original", CORPUS), ("scanned", scan_corpus)):
+        settings = Settings(home=work / name, **({"models_dir": args.models_dir} if args.models_dir else {}))
+        settings.ingest.ocr_threads = args.threads
+        settings.ingest.ocr_dpi = 300
+        started = time.monotonic()
+        report = ingest(settings, [folder])
+        seconds = time.monotonic() - started
+        runs[name] = {
+            "ingest_seconds": round(seconds, 1),
+            "ocr_pages": report.ocr_pages,
+            "ocr_seconds": round(report.ocr_seconds, 1),
+            "ocr_share_of_ingest": round(report.ocr_seconds / max(seconds, 1e-9), 3),
+            "failed": report.failed,
+            **recall_at_5(settings, asked, name),
+        }
+        print(name, {k: v for k, v in runs[name].items() if k != "per_question"}, flush=True)
+    images = Settings(home=work / "images-home", **({"models_dir": args.models_dir} if args.models_dir else {}))
+    images.ingest.ocr_threads = args.threads
+    image_report = ingest(images, [extra])
+    runs["images"] = {"added": image_report.added, "failed": image_report.failed, "ocr_pages": image_report.ocr_pages}
+    results["retrieval"] = runs
+    original, scanned = runs["original"]["recall@5"], runs["scanned"]["recall@5"]
+    results["recall@5_ratio"] = round(scanned / original, 4) if original else None
+    identifier = [q["id"] for q in asked if q["kind"] == "identifier"]
+    results["identifier_questions_found_scanned"] = sum(runs["scanned"]["per_question"][i] for i in identifier)
+    results["identifier_questions"] = len(identifier)
+    results["threads"] = args.threads
+    args.results.parent.mkdir(parents=True, exist_ok=True)
+    args.results.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
+    print(json.dumps({k: v for k, v in results.items() if k != "retrieval"}, indent=2))
+    shutil.rmtree(work, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
