@@ -51,6 +51,7 @@ DOCS = (
     "docs/operators.md",
     "docs/admins.md",
     "docs/admin-page-and-reports.md",
+    "docs/backup-and-upload.md",
     "docs/offline.md",
     "docs/scaling.md",
     "docs/architecture.md",
