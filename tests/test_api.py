@@ -333,7 +333,7 @@ def test_search_returns_ranked_hits(client: TestClient) -> None:
     data = client.post("/v1/search", json={"query": "VLV-3042-B", "k": 2, "mode": "lexical"}).json()
     assert data["mode"] == "lexical" and len(data["hits"]) <= 2
     top = data["hits"][0]
-    assert set(top) == {"rank", "chunk_id", "path", "title", "section", "page", "score", "text"}
+    assert set(top) == {"rank", "chunk_id", "path", "title", "section", "page", "score", "text", "ocr_confidence"}
     assert top["path"] == "plant/SOP-CL-004.md" and "evidence" in data and "timings_ms" in data
     only_txt = client.post("/v1/search", json={"query": "backwash pump", "types": ["txt"]}).json()
     assert only_txt["hits"] and {hit["path"] for hit in only_txt["hits"]} == {"plant/filter-backwash.txt"}
