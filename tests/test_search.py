@@ -68,7 +68,7 @@ def test_exact_identifiers_are_found_first_by_the_lexical_side(indexed: Settings
 def test_hits_carry_provenance_and_scores(indexed: Settings) -> None:
     result = Searcher(indexed).search("strainer basket", k=2, mode="hybrid")
     top = result.as_json()["hits"][0]
-    assert set(top) == {"rank", "chunk_id", "path", "title", "section", "page", "score", "text"}
+    assert set(top) == {"rank", "chunk_id", "path", "title", "section", "page", "score", "text", "ocr_confidence"}
     assert (top["rank"], top["path"], top["title"], top["section"]) == (1, "ids/valve-b.md", "Valve B", "Valve B")
     assert {"lexical", "embed", "dense", "fusion", "total"} <= set(result.timings_ms)
 
