@@ -167,8 +167,8 @@ def test_an_operator_token_is_required(site: dict[str, Any]) -> None:
         ("/v1/documents/%2e%2e/file", 422),
         ("/v1/documents/{md}/file/../../../../etc/passwd", 404),
         ("/v1/documents/{md}/../../etc/passwd", 404),
-        ("/v1/documents/{md}", 404),
-        ("/v1/documents/{md}/", 404),
+        ("/v1/documents/{md}", 405),  # only DELETE (an uploaded document) lives there
+        ("/v1/documents/{md}/", 405),
         ("/v1/documents/{md}/files", 404),
         ("/v1/documents/{md}/file?path=/etc/passwd", 200),  # a query parameter is ignored: still that document
     ],

@@ -95,7 +95,7 @@ def fts_conn() -> sqlite3.Connection:
     )
     text = 'Close VLV-3042-B. "Quoted" AND OR NOT NEAR(a b) col:umn * ^ ( ) {x} -- ; \' é 中文'
     conn.execute(
-        "INSERT INTO chunks VALUES ('c1', 1, 0, 'A', ?, 'A', NULL, 0, 1, ?, 'sha', x'00', 'm')",
+        "INSERT INTO chunks VALUES ('c1', 1, 0, 'A', ?, 'A', NULL, 0, 1, ?, 'sha', x'00', 'm', NULL)",
         (text, " ".join(extract_identifiers(text))),
     )
     return conn
