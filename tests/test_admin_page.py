@@ -10,7 +10,9 @@ console error but the refusals an operator token gets on the admin page.
 
 from __future__ import annotations
 
+import json
 import re
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import urlsplit
@@ -43,6 +45,9 @@ ADMIN_ACTIONS = [
     "reindex",
     "models-verify",
     "audit-verify",
+    "upload-file",
+    "upload-replace",
+    "upload-button",
     "token-create-button",
     "gaps-load",
     "feedback-load",
@@ -154,7 +159,7 @@ def test_rating_an_answer_and_running_the_appliance_from_the_admin_page(server: 
             expect(page.locator("#sources-list")).to_contain_text("plant")
             expect(page.locator("#not-indexed-rows")).to_contain_text("scanned-permit.pdf")
             expect(page.locator("#not-indexed-rows tr")).to_have_count(1)
-            expect(page.locator("section#documents")).to_be_visible()  # where upload and backup will go
+            expect(page.locator("section#documents")).to_be_visible()
 
             # Every action is reachable by Tab.
             order = tab_order(page, 80)
@@ -218,3 +223,92 @@ def test_rating_an_answer_and_running_the_appliance_from_the_admin_page(server: 
     assert verify_audit(settings.audit_dir).ok
     with TokenStore(settings.tokens_path) as store:
         assert [t.active for t in store.list() if t.name == "night-shift"] == [False]
+
+
+def listed_documents(base: str, token: str) -> list[dict[str, object]]:
+    request = urllib.request.Request(base + "/v1/documents", headers={"Authorization": "Bearer " + token})
+    with urllib.request.urlopen(request, timeout=30) as response:
+        return list(json.load(response)["documents"])
+
+
+@pytest.mark.slow
+def test_uploading_and_deleting_a_document_from_the_admin_page(server: str, site: dict[str, object]) -> None:
+    settings = site["settings"]
+    assert isinstance(settings, Settings)
+    admin = str(site["admin"])
+    requests: list[str] = []
+    console_errors: list[str] = []
+    expect = sync_api.expect
+    note = b"# SOP-UP-001 Torque check\n\nTighten the flange bolts to 45 Nm in a star pattern, then check again.\n"
+
+    with sync_api.sync_playwright() as pw:
+        assert CHROMIUM is not None
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            page = browser.new_context(viewport={"width": 1280, "height": 900}).new_page()
+            page.set_default_timeout(20_000)
+            page.on("request", lambda request: requests.append(request.url))
+            page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
+            page.on("pageerror", lambda exc: console_errors.append(f"uncaught: {exc}"))
+            page.on("dialog", lambda dialog: dialog.accept())
+
+            page.goto(server + "/admin")
+            expect(page.locator("#token-box")).to_have_attribute("open", "")  # no token yet: 401 opens the box
+            page.get_by_label("Admin token", exact=True).fill(admin)
+            page.get_by_role("button", name="Save").click()
+            expect(page.locator("#status")).to_have_text("Loaded.")
+            documents = page.locator("section#documents")
+            expect(documents).to_contain_text("appliance backup DEST")
+            expect(page.locator("#upload-file")).to_have_attribute("accept", re.compile(r"\.md,.*\.docx,.*\.tiff"))
+            expect(page.locator("#documents-rows tr")).to_have_count(2)  # the plant's SOP and its failed PDF
+
+            # Upload through the form: the outcome names the document's id.
+            page.get_by_label("File", exact=True).set_input_files(
+                {"name": "torque-check.md", "mimeType": "text/markdown", "buffer": note}
+            )
+            page.locator("#upload-button").click()
+            result = page.locator("#upload-result")
+            expect(result).to_have_text(re.compile(r"^torque-check\.md: added as document \d+ \(.*torque-check\.md"))
+            expect(page.locator("#upload-button")).to_be_focused()
+            uploaded = [d for d in listed_documents(server, admin) if str(d["path"]).endswith("/torque-check.md")]
+            assert len(uploaded) == 1 and uploaded[0]["status"] == "indexed", uploaded
+            document_id = uploaded[0]["id"]
+            assert f"document {document_id} " in result.inner_text()
+            row = page.locator("#documents-rows tr", has_text="torque-check.md")
+            expect(row).to_have_attribute("data-document-id", str(document_id))
+
+            # The same name again without "replace": the server's refusal is shown.
+            page.get_by_label("File", exact=True).set_input_files(
+                {"name": "torque-check.md", "mimeType": "text/markdown", "buffer": note}
+            )
+            page.locator("#upload-button").click()
+            expect(result).to_contain_text("torque-check.md not uploaded.")
+            # ... and with it: unchanged bytes, the same document.
+            page.get_by_label("Replace if it exists").check()
+            page.locator("#upload-button").click()
+            expect(result).to_have_text(re.compile(rf"^torque-check\.md: \w+ as document {document_id} "))
+
+            # A plant document is not deleted from the page: the server says why.
+            plant = page.locator("#documents-rows tr", has_text="SOP-CL-004.md")
+            plant.get_by_role("button", name=re.compile("^Delete document")).click()
+            expect(page.locator("#documents-result")).to_contain_text("Not deleted:")
+            expect(plant).to_have_count(1)
+
+            # Delete the uploaded one through the page.
+            row.get_by_role("button", name=re.compile("^Delete document .*torque-check.md$")).click()
+            deleted = re.compile(r"^Deleted .*torque-check\.md \(removed\)\.")
+            expect(page.locator("#documents-result")).to_have_text(deleted)
+            expect(row).to_have_count(0)
+            page.screenshot(path=str(ARTIFACTS / "admin-page-documents.png"), full_page=True)
+        finally:
+            browser.close()
+
+    assert not [d for d in listed_documents(server, admin) if str(d["path"]).endswith("/torque-check.md")]
+    foreign = [url for url in requests if urlsplit(url).hostname != "127.0.0.1"]
+    assert requests and not foreign, foreign
+    # Chromium logs as console errors the first calls without a token (401), the refused duplicate and delete (409).
+    unexpected = [error for error in console_errors if not re.search("status of (401|409)", error)]
+    assert not unexpected, f"console errors: {unexpected}"
+    audited = {r["endpoint"] for r in read_records(settings.audit_dir) if r.get("principal") == "chief"}
+    assert {"documents", "document_upload", "document_delete"} <= audited
+    assert verify_audit(settings.audit_dir).ok

@@ -3,7 +3,9 @@
  *
  * Like the operator page: no external requests, no inline code (strict CSP), the token in sessionStorage
  * only (the same key, so one tab holds one token), and every text from the server reaches the page only
- * through textContent. The section with id "documents" is where upload and backup buttons will go.
+ * through textContent. The Documents section uploads a file (multipart field `file`, XMLHttpRequest for its
+ * progress events) and lists the indexed documents with a Delete button (the server refuses documents that
+ * were not uploaded, and the page shows why).
  */
 "use strict";
 
@@ -198,6 +200,124 @@
     button.focus();
   });
 
+  // ---- documents: upload, list, delete --------------------------------------------------------
+
+  function authHeader() {
+    const token = readToken() || $("token").value.trim();
+    return token ? "Bearer " + token : "";
+  }
+
+  async function loadDocuments() {
+    const data = await api("GET", "/v1/documents");
+    const rows = $("documents-rows");
+    clear(rows);
+    if (!data) return;
+    data.documents.forEach((doc) => {
+      const tr = el("tr");
+      tr.dataset.documentId = String(doc.id);
+      tr.appendChild(el("td", null, doc.id));
+      tr.appendChild(el("td", "path", doc.path));
+      tr.appendChild(el("td", null, doc.status + (doc.error ? ": " + doc.error : "")));
+      tr.appendChild(el("td", null, doc.chunks));
+      tr.appendChild(el("td", null, when(doc.indexed_at)));
+      const cell = el("td");
+      const button = el("button", "secondary", "Delete");
+      button.type = "button";
+      button.setAttribute("aria-label", "Delete document " + doc.path);
+      button.addEventListener("click", () => deleteDocument(doc));
+      cell.appendChild(button);
+      tr.appendChild(cell);
+      rows.appendChild(tr);
+    });
+    $("documents-table").hidden = !data.documents.length;
+  }
+
+  async function deleteDocument(doc) {
+    if (!window.confirm("Delete " + doc.path + "? Its file and its index entries are removed.")) return;
+    $("documents-result").textContent = "Deleting " + doc.path + "…";
+    const data = await api("DELETE", "/v1/documents/" + encodeURIComponent(doc.id));
+    $("documents-result").textContent = data
+      ? "Deleted " + data.path + " (" + data.outcome + ")."
+      : "Not deleted: " + $("error-detail").textContent;
+    await loadDocuments();
+    await loadStatus();
+    $("documents-refresh").focus();
+  }
+
+  function problemText(xhr) {
+    let data = null;
+    try {
+      data = JSON.parse(xhr.responseText);
+    } catch (e) {
+      data = null;
+    }
+    if (xhr.status >= 200 && xhr.status < 300) return { data: data, text: "" };
+    const detail = data && typeof data.detail === "string" ? data.detail : "HTTP " + xhr.status;
+    const title = (data && data.title) || "Upload refused (HTTP " + xhr.status + ")";
+    return { data: null, text: title + ": " + detail };
+  }
+
+  function upload(file, replace) {
+    return new Promise((resolve) => {
+      const xhr = new XMLHttpRequest();
+      xhr.open("POST", "/v1/documents" + (replace ? "?replace=true" : ""));
+      xhr.setRequestHeader("Accept", "application/json");
+      const auth = authHeader();
+      if (auth) xhr.setRequestHeader("Authorization", auth);
+      const bar = $("upload-progress");
+      bar.value = 0;
+      bar.hidden = false;
+      xhr.upload.addEventListener("progress", (event) => {
+        if (!event.lengthComputable) return;
+        const percent = Math.round((100 * event.loaded) / event.total);
+        bar.value = percent;
+        $("upload-result").textContent = "Uploading " + file.name + "… " + percent + "%";
+      });
+      xhr.upload.addEventListener("load", () => {
+        bar.value = 100;
+        $("upload-result").textContent = "Indexing " + file.name + "…";
+      });
+      xhr.addEventListener("load", () => resolve(problemText(xhr)));
+      xhr.addEventListener("error", () => resolve({ data: null, text: "Cannot reach the appliance: try again." }));
+      const form = new FormData();
+      form.append("file", file, file.name);
+      xhr.send(form);
+    });
+  }
+
+  $("upload-form").addEventListener("submit", async (event) => {
+    event.preventDefault();
+    const file = $("upload-file").files[0];
+    if (!file) {
+      $("upload-result").textContent = "Choose a file first.";
+      $("upload-file").focus();
+      return;
+    }
+    const button = $("upload-button");
+    button.disabled = true;
+    $("upload-result").textContent = "Uploading " + file.name + "…";
+    const outcome = await upload(file, $("upload-replace").checked);
+    button.disabled = false;
+    $("upload-progress").hidden = true;
+    if (outcome.data) {
+      const d = outcome.data;
+      $("upload-result").textContent =
+        file.name + ": " + d.outcome + " as document " + d.document_id + " (" + d.path + ", " + d.status + ", " +
+        d.chunks + " chunk(s))" + (d.error ? ": " + d.error : ".");
+      $("upload-file").value = "";
+      await loadDocuments();
+      await loadStatus();
+    } else {
+      $("upload-result").textContent = file.name + " not uploaded. " + outcome.text;
+    }
+    button.focus();
+  });
+
+  $("documents-refresh").addEventListener("click", async () => {
+    await loadDocuments();
+    $("documents-result").textContent = "Documents listed.";
+  });
+
   // ---- models and audit verification ----------------------------------------------------------
 
   function listProblems(target, problems) {
@@ -352,6 +472,7 @@
   async function loadAll() {
     say("Loading…");
     await loadStatus();
+    await loadDocuments();
     await loadTokens();
     await loadFeedback();
     say($("error").hidden ? "Loaded." : "");
