@@ -8,7 +8,7 @@ text as it is generated, then the finished `AnswerResult` with citations and the
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -325,11 +325,12 @@ class Answerer:
         kind = question_kind(question)
         embedder = self.searcher.embedder
         vector = embedder.embed_query(question)
-        catalog = self.searcher.catalog
+        # The choice reads the best documents whole; the excerpt's other sections mostly lie in them again.
+        chunks_of = _read_once(self.searcher.catalog.chunks_of_documents)
         choice = choose_section(
             question,
             ranked,
-            catalog.chunks_of_documents,
+            chunks_of,
             embedder.embed,
             vector,
             procedure=kind == "procedure",
@@ -343,7 +344,7 @@ class Answerer:
             kind,
             choice,
             ranked,
-            chunks_of=catalog.chunks_of_documents,
+            chunks_of=chunks_of,
             embed_texts=embedder.embed,
             question_vector=vector,
             max_words=settings.max_procedure_words,
@@ -604,3 +605,18 @@ def _hit_of(hits: list[Hit], source: Source) -> Hit | None:
 
 def _ms(since: float) -> float:
     return (time.perf_counter() - since) * 1000.0
+
+
+def _read_once(
+    chunks_of: Callable[[Sequence[str]], dict[str, list[ChunkRow]]],
+) -> Callable[[Sequence[str]], dict[str, list[ChunkRow]]]:
+    """`chunks_of` reading each document from the catalog once per question."""
+    read: dict[str, list[ChunkRow]] = {}
+
+    def chunks_of_once(paths: Sequence[str]) -> dict[str, list[ChunkRow]]:
+        missing = [path for path in paths if path not in read]
+        if missing:
+            read.update(chunks_of(missing))
+        return {path: read[path] for path in paths}
+
+    return chunks_of_once
