@@ -6,9 +6,12 @@ and 300 dpi, then scan noise: a grey paper background, a rotation of up to ±2°
 JPEG round trip at quality 60; the pages rebuilt as image-only PDFs (same file names, so gold files
 match), and one SOP also as a multi-page TIFF and PNG pages.
 
-- CER: OCR's text of each noisy page (OcrEngine, as ingest runs it) against the page's text layer,
-  whitespace collapsed; also without spaces (the recogniser's missing word spaces), and the share of
-  the layer's words OCR read (order-free: a table read in another order costs CER, not words).
+- CER: each noisy page's text as ingest stores it (PageReader: OCR, the page turned straight, ruled
+  tables as pipe tables) against the original page's text as ingest stores it (the PDF loader: text
+  layer, ruled tables as pipe tables), whitespace collapsed; also without spaces, and the share of
+  the layer's words OCR read (order-free). For comparison, the first measure's reading: OCR's lines
+  in detection order against pdfium's raw text layer (a wrapped table cell read across the row costs
+  the moved words there).
 - Retrieval: docs_corpus as it is, and docs_corpus with the scanned PDFs in place of the originals
   (300 dpi), each ingested into its own home; the demo and procedure golden questions whose gold file
   is a scanned PDF; gold-file recall@5 over the top hits' distinct documents.
@@ -37,7 +40,9 @@ sys.path.insert(0, str(ROOT))
 from PIL import Image, ImageFilter  # noqa: E402
 
 from appliance.config import Settings  # noqa: E402
-from appliance.ingest.ocr import OcrEngine  # noqa: E402
+from appliance.ingest.loaders.page_ocr import OcrLimits, PageReader  # noqa: E402
+from appliance.ingest.loaders.pdf_loader import load_pdf  # noqa: E402
+from appliance.ingest.loaders.source import Source  # noqa: E402
 from appliance.ingest.pipeline import ingest  # noqa: E402
 from appliance.models.registry import ocr_model_path  # noqa: E402
 from appliance.retrieve.search import Searcher  # noqa: E402
@@ -57,16 +62,39 @@ def scan_noise(page: Image.Image, rng: random.Random) -> Image.Image:
     return Image.open(io.BytesIO(buffer.getvalue())).convert("L")
 
 
-def render_pages(pdf_path: Path, dpi: int, limit: int | None) -> list[tuple[Image.Image, str]]:
-    """(page image, the page's text layer) for the first `limit` pages."""
+def fax_noise(page: Image.Image, rng: random.Random) -> Image.Image:
+    """A fax or a 1-bit office scan: a slight skew, black and white only (no grey, ragged strokes),
+    specks of toner on the paper and ink lost from the letters."""
+    skewed = page.convert("L").rotate(
+        rng.uniform(-1.5, 1.5), resample=Image.Resampling.BICUBIC, expand=True, fillcolor=255
+    )
+    speckled = skewed.copy()
+    pixels = speckled.load()
+    assert pixels is not None
+    width, height = speckled.size
+    for _ in range(width * height // 1000):  # 0.1 % of the pixels flip
+        x, y = rng.randrange(width), rng.randrange(height)
+        pixels[x, y] = 255 - pixels[x, y]  # type: ignore[operator,index]
+    return speckled.point(lambda v: 0 if v < 140 else 255).convert("L")
+
+
+NOISE = {"copier": scan_noise, "fax": fax_noise}
+
+
+def render_pages(pdf_path: Path, dpi: int, limit: int | None) -> list[tuple[Image.Image, str, str]]:
+    """(page image, the page's raw text layer, the page's text as the PDF loader stores it) for the
+    first `limit` pages."""
     import pypdfium2 as pdfium
 
+    stored: dict[int, list[str]] = {}
+    for block in load_pdf(pdf_path.read_bytes(), Source(pdf_path, pdf_path.name)).blocks:
+        stored.setdefault(block.page or 0, []).append(block.text)
     document = pdfium.PdfDocument(str(pdf_path))
     pages = []
     for index in range(len(document) if limit is None else min(limit, len(document))):
         page = document[index]
         image = page.render(scale=dpi / 72, grayscale=True).to_pil()
-        pages.append((image, page.get_textpage().get_text_range()))
+        pages.append((image, page.get_textpage().get_text_range(), "\n".join(stored.get(index + 1, []))))
     document.close()
     return pages
 
@@ -79,31 +107,41 @@ def _words(text: str) -> list[str]:
     return re.findall(r"[\w][\w.\-/]*[\w]|\w", text.casefold())
 
 
-def character_errors(engine: OcrEngine, pages: list[tuple[Image.Image, str]]) -> dict[str, Any]:
+def _distance(read: str, truth: str) -> tuple[int, int, int, int]:
+    """(errors, characters, errors ignoring spaces, characters ignoring spaces)."""
     from rapidfuzz.distance import Levenshtein
 
-    errors = errors_nospace = chars = chars_nospace = 0
+    read, truth = normalise(read), normalise(truth)
+    bare_read, bare_truth = read.replace(" ", ""), truth.replace(" ", "")
+    return Levenshtein.distance(read, truth), len(truth), Levenshtein.distance(bare_read, bare_truth), len(bare_truth)
+
+
+def character_errors(reader: PageReader, pages: list[tuple[Image.Image, str, str, str]]) -> dict[str, Any]:
+    stored = [0, 0, 0, 0]
+    raw = [0, 0, 0, 0]
+    per_page = []
     seconds = 0.0
     words_found = words_total = 0
-    for image, truth in pages:
-        result = engine.read(image)
+    for number, (image, layer, truth, label) in enumerate(pages, start=1):
+        blocks, result = reader.blocks("bench", image, number)
         seconds += result.seconds
-        read = normalise(" ".join(line.text for line in result.lines))
-        truth = normalise(truth)
-        errors += Levenshtein.distance(read, truth)
-        chars += len(truth)
-        errors_nospace += Levenshtein.distance(read.replace(" ", ""), truth.replace(" ", ""))
-        chars_nospace += len(truth.replace(" ", ""))
-        # Order-free: a table's cells read in another order cost CER, not words.
-        read_words = Counter(_words(read))
-        for word, count in Counter(_words(truth)).items():
+        read = "\n".join(item.block.text for item in blocks)
+        page = _distance(read, truth)
+        stored = [a + b for a, b in zip(stored, page, strict=True)]
+        per_page.append({"page": label, "cer": round(page[0] / max(1, page[1]), 4), "characters": page[1]})
+        detection_order = " ".join(line.text for line in result.lines)
+        raw = [a + b for a, b in zip(raw, _distance(detection_order, layer), strict=True)]
+        read_words = Counter(_words(detection_order))
+        for word, count in Counter(_words(layer)).items():
             words_found += min(count, read_words[word])
             words_total += count
     return {
         "pages": len(pages),
-        "characters": chars,
-        "cer": round(errors / max(1, chars), 4),
-        "cer_ignoring_spaces": round(errors_nospace / max(1, chars_nospace), 4),
+        "characters": stored[1],
+        "cer": round(stored[0] / max(1, stored[1]), 4),
+        "cer_ignoring_spaces": round(stored[2] / max(1, stored[3]), 4),
+        "per_page": per_page,
+        "cer_detection_order_vs_raw_layer": round(raw[0] / max(1, raw[1]), 4),
         "words_found": round(words_found / max(1, words_total), 4),
         "ocr_seconds": round(seconds, 1),
         "pages_per_second": round(len(pages) / max(seconds, 1e-9), 4),
@@ -121,7 +159,7 @@ def questions(scanned: set[str]) -> list[dict[str, Any]]:
             item = json.loads(line)
             gold = item.get("gold_files") or ([item["gold_file"]] if item.get("gold_file") else [])
             if item.get("answerable", True) and any(Path(g).name in scanned for g in gold):
-                found.append({"id": item["id"], "question": item["question"], "gold": gold, "kind": item.get("kind")})
+                found.append({**item, "gold": gold})
     return found
 
 
@@ -149,12 +187,41 @@ def recall_at_5(settings: Settings, asked: list[dict[str, Any]], prefix: str) ->
     }
 
 
+def answers(settings: Settings, asked: list[dict[str, Any]]) -> dict[str, Any]:
+    """What the operator is shown (the default quoted answer) for each question, scored as bench_sop
+    scores it: every key phrase shown (demo set), step recall and complete answers (procedure set)."""
+    from appliance.answer.answerer import Answerer
+    from scripts.bench_sop import row_for
+
+    answerer = Answerer(settings)
+    rows = []
+    for item in asked:
+        started = time.perf_counter()
+        result = answerer.ask(item["question"])
+        rows.append(row_for(item, result, time.perf_counter() - started))
+    keyed = [row for row in rows if "keyphrases_shown" in row]
+    stepped = [row for row in rows if "step_recall" in row]
+    return {
+        "keyphrases_shown": sum(row["keyphrases_shown"] for row in keyed),
+        "keyphrase_questions": len(keyed),
+        "step_recall": round(sum(row["step_recall"] for row in stepped) / max(1, len(stepped)), 4),
+        "complete": sum(row["complete"] for row in stepped),
+        "procedure_questions": len(stepped),
+        "refused": sum(row["refused"] for row in rows),
+        "gold_cited": sum(bool(row["gold_cited"]) for row in rows),
+        "rows": [
+            {k: row.get(k) for k in ("id", "refused", "keyphrases_shown", "step_recall", "gold_cited", "sections")}
+            for row in rows
+        ],
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument(
         "--docs", default="", help="comma-separated name prefixes of the PDF SOPs to scan (default: all)"
     )
-    parser.add_argument("--cer-docs", default="SOP-FLT-001,SOP-ELC-001", help="the SOPs whose pages the CER reads")
+    parser.add_argument("--cer-docs", default="", help="name prefixes of the SOPs the CER reads (default: all)")
     parser.add_argument("--pages-per-doc", type=int, default=0, help="CER: at most this many pages per SOP (0: all)")
     parser.add_argument("--models-dir", type=Path, default=None)
     parser.add_argument("--threads", type=int, default=2)
@@ -165,20 +232,25 @@ def main() -> int:
 
     work = Path(tempfile.mkdtemp(prefix="bench-ocr-"))
     base = Settings(home=work / "probe", **({"models_dir": args.models_dir} if args.models_dir else {}))
-    engine = OcrEngine(ocr_model_path(base), threads=args.threads)
+    reader = PageReader(ocr_model_path(base), OcrLimits(), threads=args.threads)
     pdfs = sorted(p for p in CORPUS.glob("*.pdf") if not args.docs or p.name.startswith(tuple(args.docs.split(","))))
-    cer_docs = [p for p in pdfs if p.name.startswith(tuple(args.cer_docs.split(",")))]
+    cer_docs = [p for p in pdfs if not args.cer_docs or p.name.startswith(tuple(args.cer_docs.split(",")))]
     rng = random.Random(args.seed)
     results: dict[str, Any] = {"scanned_documents": [p.name for p in pdfs], "cer_documents": [p.name for p in cer_docs]}
     limit = args.pages_per_doc or None
 
-    # 1. Character error rate at 200 and 300 dpi.
-    for dpi in (200, 300):
+    # 1. Character error rate: copier scans at 200 and 300 dpi, fax-like 1-bit scans at 200 dpi.
+    profiles = (("copier", 200, "cer_200dpi"), ("copier", 300, "cer_300dpi"), ("fax", 200, "cer_fax_200dpi"))
+    for noise, dpi, key in profiles:
         pages = []
         for pdf in cer_docs:
-            pages += [(scan_noise(image, rng), text) for image, text in render_pages(pdf, dpi, limit)]
-        results[f"cer_{dpi}dpi"] = character_errors(engine, pages)
-        print(f"{dpi} dpi: {results[f'cer_{dpi}dpi']}", flush=True)
+            rendered = render_pages(pdf, dpi, limit)
+            pages += [
+                (NOISE[noise](image, rng), layer, text, f"{pdf.name[:11]} p{number}")
+                for number, (image, layer, text) in enumerate(rendered, start=1)
+            ]
+        results[key] = {"noise": noise, "dpi": dpi, **character_errors(reader, pages)}
+        print(f"{key}: " + json.dumps({k: v for k, v in results[key].items() if k != "per_page"}), flush=True)
 
     if args.cer_only:
         previous = json.loads(args.results.read_text(encoding="utf-8")) if args.results.is_file() else {}
@@ -189,12 +261,12 @@ def main() -> int:
     scan_corpus = work / "docs_corpus"
     shutil.copytree(CORPUS, scan_corpus)
     for pdf in pdfs:
-        noisy = [scan_noise(image, rng) for image, _ in render_pages(pdf, 300, None)]
+        noisy = [scan_noise(image, rng) for image, _, _ in render_pages(pdf, 300, None)]
         scanned_pdf(noisy, scan_corpus / pdf.name, 300)
     # One SOP also as a multi-page TIFF and PNG pages: the image loaders in the same ingest.
     extra = work / "images"
     extra.mkdir()
-    first = [scan_noise(image, rng) for image, _ in render_pages(pdfs[0], 200, 2)]
+    first = [scan_noise(image, rng) for image, _, _ in render_pages(pdfs[0], 200, 2)]
     first[0].save(extra / "scan.tiff", save_all=True, append_images=first[1:], compression="tiff_deflate")
     first[0].save(extra / "scan-page1.png")
 
@@ -215,8 +287,9 @@ def main() -> int:
             "ocr_share_of_ingest": round(report.ocr_seconds / max(seconds, 1e-9), 3),
             "failed": report.failed,
             **recall_at_5(settings, asked, name),
+            "answers": answers(settings, asked),
         }
-        print(name, {k: v for k, v in runs[name].items() if k != "per_question"}, flush=True)
+        print(name, {k: v for k, v in runs[name].items() if k not in ("per_question", "answers")}, flush=True)
     images = Settings(home=work / "images-home", **({"models_dir": args.models_dir} if args.models_dir else {}))
     images.ingest.ocr_threads = args.threads
     image_report = ingest(images, [extra])
@@ -224,7 +297,7 @@ def main() -> int:
     results["retrieval"] = runs
     original, scanned = runs["original"]["recall@5"], runs["scanned"]["recall@5"]
     results["recall@5_ratio"] = round(scanned / original, 4) if original else None
-    identifier = [q["id"] for q in asked if q["kind"] == "identifier"]
+    identifier = [q["id"] for q in asked if q.get("kind") == "identifier"]
     results["identifier_questions_found_scanned"] = sum(runs["scanned"]["per_question"][i] for i in identifier)
     results["identifier_questions"] = len(identifier)
     results["threads"] = args.threads

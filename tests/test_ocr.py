@@ -1,4 +1,4 @@
-"""OCR: scanned PDF pages and image files are read offline with the pinned PP-OCRv4 models from the
+"""OCR: scanned PDF pages and image files are read offline with the pinned PP-OCRv6 small models from the
 model store, cite the right page, carry their recognition confidence, and bad scans are reported
 one by one while the rest of the folder is indexed."""
 

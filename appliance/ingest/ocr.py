@@ -5,6 +5,12 @@ A page becomes `OcrLine`s (text, recognition confidence, box). `layout_text` lay
 character grid, the way pypdf's layout mode lays out a text layer, so the PDF page heuristics
 (paragraph gaps, lists, tables as columns) read an OCR'd page like any other.
 
+A copier skews a page by a degree or two: across a 15 cm table row that is more than a line's
+height, and the row's cells would land on different lines. The page's skew is read from the
+detected text boxes' slope, and the lines' boxes are given as on the page turned straight (in the
+input image's pixels), so rows stay rows; `OcrPage.skew_degrees` says by how much to turn the image
+to match them (image_tables finds ruled tables there).
+
 The time limit is checked between the stages of a page (detection, each batch of recognition): a
 stage in flight is not interrupted, so a page stops at most one stage past its limit.
 """
@@ -36,6 +42,10 @@ _REC_SLICE = 24
 # with the fixed rule alone).
 _SPACE_STEP = 5
 _SPACE_OVER_USUAL = 1.5
+# The skew is read from boxes at least this many times as wide as tall (a short word's slope is noise),
+# and a page turned by less than this is left as it is.
+_SLOPE_MIN_ASPECT = 4.0
+_MIN_SKEW_DEGREES = 0.1
 
 
 class OcrTimeout(Exception):
@@ -60,6 +70,7 @@ class OcrLine:
 class OcrPage:
     lines: list[OcrLine]
     seconds: float
+    skew_degrees: float = 0.0  # turning the input image by this (counter-clockwise) straightens it
 
     @property
     def confidence(self) -> float | None:
@@ -99,9 +110,10 @@ class OcrEngine:
         started = time.monotonic()
         deadline = None if seconds is None else started + seconds
         engine = self._engine
+        scale = 1.0
         if max(image.size) > engine.max_side_len:
             # RapidOCR would shrink it with cv2's bilinear resize, which aliases small print (a 300 dpi
-            # page); shrink it here with a filter that averages. Only proportions matter to layout_text.
+            # page); shrink it here with a filter that averages. Boxes are scaled back to the input's pixels.
             scale = engine.max_side_len / max(image.size)
             size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
             image = image.resize(size, Image.Resampling.LANCZOS)
@@ -120,15 +132,52 @@ class OcrEngine:
             recognised, _ = engine.text_rec(crops[first : first + _REC_SLICE], True)
             results.extend(recognised)
         origin = engine._get_origin_points(boxes, record, raw_h, raw_w)
+        skew = skew_degrees(origin)
+        straight = turned(origin, skew, (raw_w / 2, raw_h / 2)) / scale
         lines = []
-        for box, result in zip(origin, results, strict=True):
+        for box, result in zip(straight, results, strict=True):
             text, confidence = _clean(_spaced(result)), float(result[1])
             if confidence < _MIN_LINE_SCORE or not text.strip():
                 continue
             xs, ys = box[:, 0], box[:, 1]
             left, top, right, bottom = float(xs.min()), float(ys.min()), float(xs.max()), float(ys.max())
             lines.append(OcrLine(text.strip(), confidence, left, top, right, bottom))
-        return OcrPage(lines, time.monotonic() - started)
+        return OcrPage(lines, time.monotonic() - started, skew)
+
+
+def skew_degrees(boxes: Any) -> float:
+    """The page's skew from the slope of its long text boxes (corners: top-left, top-right, bottom-right,
+    bottom-left; y down): the length-weighted median, in degrees, positive when lines fall to the right."""
+    import numpy as np
+
+    quads = np.asarray(boxes, dtype=np.float64)
+    if quads.ndim != 3 or not len(quads):
+        return 0.0
+    top = quads[:, 1] - quads[:, 0]
+    width = np.hypot(top[:, 0], top[:, 1])
+    height = np.hypot(*(quads[:, 3] - quads[:, 0]).T)
+    long = width >= _SLOPE_MIN_ASPECT * np.maximum(height, 1.0)
+    if not long.any():
+        return 0.0
+    angles = np.degrees(np.arctan2(top[long, 1], top[long, 0]))
+    order = np.argsort(angles)
+    weights = np.cumsum(width[long][order])
+    median = float(angles[order][np.searchsorted(weights, weights[-1] / 2)])
+    return median if abs(median) >= _MIN_SKEW_DEGREES else 0.0
+
+
+def turned(points: Any, degrees: float, centre: tuple[float, float]) -> Any:
+    """Points (…, 2; y down) as they lie once the image is turned `degrees` counter-clockwise about
+    `centre`, the way PIL's Image.rotate(degrees) turns it."""
+    import numpy as np
+
+    array = np.asarray(points, dtype=np.float64)
+    if not degrees:
+        return array
+    theta = np.radians(degrees)
+    cos, sin = np.cos(theta), np.sin(theta)
+    dx, dy = array[..., 0] - centre[0], array[..., 1] - centre[1]
+    return np.stack([centre[0] + dx * cos + dy * sin, centre[1] - dx * sin + dy * cos], axis=-1)
 
 
 def model_files(model_dir: Path) -> dict[str, Path]:

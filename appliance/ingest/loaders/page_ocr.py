@@ -1,4 +1,5 @@
-"""OCR for loaders: a page image in, the page's blocks out, each with its recognition confidence.
+"""OCR for loaders: a page image in, the page's blocks out, each with its recognition confidence;
+ruled tables come out as rows and columns (image_tables), like a text layer's.
 
 The engine is loaded on the first page that needs it (a folder without scans never pays for it),
 and every limit (pages, pixels, seconds) is checked here so that each format's loader reports a
@@ -15,7 +16,9 @@ from appliance.errors import DocumentError
 from appliance.ingest.ocr import OcrEngine, OcrLine, OcrPage, OcrTimeout, layout_text
 
 from .common import collapse_whitespace
-from .pdf_text import PageBlock, page_blocks
+from .image_tables import image_tables
+from .pdf_tables import PageTable, blocks_with_tables
+from .pdf_text import PageBlock
 
 if TYPE_CHECKING:
     from PIL.Image import Image
@@ -90,16 +93,21 @@ class PageReader:
 
     def blocks(self, shown: str, image: Image, page: int) -> tuple[list[OcrBlock], OcrPage]:
         result = self.read(shown, image, page)
-        return blocks_of(result), result
+        try:
+            tables = image_tables(image, result.lines, result.skew_degrees) if result.lines else []
+        except Exception:  # the grid is a refinement: the page's text is still read without it
+            tables = []
+        return blocks_of(result, tables), result
 
 
-def blocks_of(page: OcrPage) -> list[OcrBlock]:
-    """The page's blocks (as for a text layer), each with the mean confidence of the lines it holds."""
+def blocks_of(page: OcrPage, tables: list[PageTable] | None = None) -> list[OcrBlock]:
+    """The page's blocks (as for a text layer), each ruled table in place of the lines that held its
+    words, each block with the mean confidence of the lines it holds."""
     overall = page.confidence
     if overall is None:
         return []
     result = []
-    for block in page_blocks(layout_text(page.lines), layout=True):
+    for block in blocks_with_tables(layout_text(page.lines), tables or [], layout=True):
         held = collapse_whitespace(block.text)
         inside = [line for line in page.lines if collapse_whitespace(line.text) in held]
         result.append(OcrBlock(block, round(_mean(inside) if inside else overall, 4)))

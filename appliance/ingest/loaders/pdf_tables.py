@@ -3,9 +3,10 @@
 Plain and layout-mode text lose a table whose cells wrap: "Caustic soda / storage tank" becomes
 lines of their own, and "what is the high-level alarm of T-450?" no longer finds its row with its
 header. A table drawn with rules has its grid in the page's path objects: each rule (a thin path) or
-cell rectangle gives edges; edges that touch form a grid; each grid cell's text is read within its
-bounds. The table is rendered as the same pipe table as DOCX, HTML and Markdown tables, and it takes
-the place of the lines of the layout text that held its words.
+cell rectangle gives edges; edges that touch form a grid (ruled_grid, shared with scanned pages);
+each grid cell's text is read within its bounds. The table is rendered as the same pipe table as
+DOCX, HTML and Markdown tables, and it takes the place of the lines of the layout text that held its
+words.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from dataclasses import dataclass
 
 from .common import collapse_whitespace, pipe_table
 from .pdf_text import PageBlock, page_blocks
+from .ruled_grid import Edges, grids, mostly_filled
 
 _THIN = 2.0  # points: a path this thin is a rule
 _MIN_EDGE = 8.0  # points: shorter paths are marks, not rules
@@ -23,15 +25,9 @@ _SNAP = 2.5  # points: edges this close are one line of the grid
 _SHARE = 0.7  # a layout line belongs to a table when this share of its words are the table's
 
 
-@dataclass
-class _Edges:
-    horizontal: list[tuple[float, float, float]]  # (y, x0, x1)
-    vertical: list[tuple[float, float, float]]  # (x, y0, y1)
-
-
 @dataclass(frozen=True)
 class PageTable:
-    top: float  # page coordinates (points from the bottom), for ordering
+    top: float  # for ordering, larger is higher: PDF points from the bottom, or an image's -y
     rows: list[list[str]]
 
     @property
@@ -39,10 +35,10 @@ class PageTable:
         return pipe_table(self.rows)
 
 
-def _edges(page: object) -> _Edges:
+def _edges(page: object) -> Edges:
     import pypdfium2.raw as raw
 
-    edges = _Edges([], [])
+    edges = Edges()
     for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH], max_depth=2):  # type: ignore[attr-defined]
         left, bottom, right, top = obj.get_bounds()
         width, height = right - left, top - bottom
@@ -56,53 +52,12 @@ def _edges(page: object) -> _Edges:
     return edges
 
 
-def _snap(values: list[float]) -> list[float]:
-    snapped: list[float] = []
-    for value in sorted(values):
-        if not snapped or value - snapped[-1] > _SNAP:
-            snapped.append(value)
-    return snapped
-
-
-def _grids(edges: _Edges) -> list[tuple[list[float], list[float]]]:
-    """(xs, ys) of each group of touching edges that makes at least a 2 x 2 grid of cells."""
-    segments = [("h", *h) for h in edges.horizontal] + [("v", *v) for v in edges.vertical]
-    parent = list(range(len(segments)))
-
-    def find(i: int) -> int:
-        while parent[i] != i:
-            parent[i] = parent[parent[i]]
-            i = parent[i]
-        return i
-
-    def touches(a: tuple[str, float, float, float], b: tuple[str, float, float, float]) -> bool:
-        if a[0] == b[0]:  # collinear and overlapping: one ruled line drawn in pieces
-            return abs(a[1] - b[1]) <= _SNAP and a[2] <= b[3] + _SNAP and b[2] <= a[3] + _SNAP
-        h, v = (a, b) if a[0] == "h" else (b, a)
-        return h[2] - _SNAP <= v[1] <= h[3] + _SNAP and v[2] - _SNAP <= h[1] <= v[3] + _SNAP
-
-    for i in range(len(segments)):
-        for j in range(i + 1, len(segments)):
-            if touches(segments[i], segments[j]):
-                parent[find(i)] = find(j)
-    groups: dict[int, list[tuple[str, float, float, float]]] = {}
-    for i, segment in enumerate(segments):
-        groups.setdefault(find(i), []).append(segment)
-    grids = []
-    for group in groups.values():
-        ys = _snap([s[1] for s in group if s[0] == "h"])
-        xs = _snap([s[1] for s in group if s[0] == "v"])
-        if len(ys) >= 3 and len(xs) >= 3:
-            grids.append((xs, ys))
-    return grids
-
-
 def page_tables(page: object) -> list[PageTable]:
     """The ruled tables of a pypdfium2 page, top first; cells read within their bounds."""
     textpage = page.get_textpage()  # type: ignore[attr-defined]
     tables = []
     try:
-        for xs, ys in _grids(_edges(page)):
+        for xs, ys in grids(_edges(page), _SNAP):
             rows = []
             for top, bottom in zip(reversed(ys[1:]), reversed(ys[:-1]), strict=True):  # top row first
                 cells = [
@@ -111,9 +66,7 @@ def page_tables(page: object) -> list[PageTable]:
                 ]
                 if any(cells):
                     rows.append(cells)
-            filled = sum(1 for row in rows for cell in row if cell)
-            # A frame around a paragraph or a boxed note is no table: most cells of a table hold text.
-            if len(rows) >= 2 and rows[0] and filled >= 0.5 * len(rows) * len(rows[0]):
+            if mostly_filled(rows):
                 tables.append(PageTable(ys[-1], rows))
     finally:
         textpage.close()
