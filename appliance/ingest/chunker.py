@@ -21,8 +21,9 @@ from appliance.ingest.document import Block, LoadedDocument
 from appliance.text.identifiers import extract_identifiers
 from appliance.text.sentences import punctuation_spans
 
-# Bump when chunking changes: a reindex then re-chunks every document (embeddings are reused by text).
-CHUNKER_VERSION = 2
+# Bump when chunking or what the loaders give it changes: a reindex then re-chunks every document
+# (embeddings are reused by text). 3: PDF tables and scans keep tags broken at a line-end hyphen whole.
+CHUNKER_VERSION = 3
 SECTION_SEPARATOR = " › "
 # [CLS] and [SEP] (or a model's equivalents) are added to every embedded text.
 SPECIAL_TOKENS = 2

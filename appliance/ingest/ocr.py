@@ -39,7 +39,9 @@ _REC_SLICE = 24
 # columns still show them as a wider step between two characters. PaddleOCR splits words at a step
 # of 5 columns or more; larger type has larger steps inside words too, so the step must also be 1.5x
 # the line's usual one (measured: demo SOP pages, words found 0.75 -> 0.83; 'b efore' in 30 px type
-# with the fixed rule alone).
+# with the fixed rule alone). PP-OCRv6 writes the spaces itself, and the repair would split a wide
+# letter from its word ("W here", "Rem ote"): it runs for the v4 recogniser only.
+_DROPS_SPACES = "PP-OCRv4"  # in the recognition model's file name
 _SPACE_STEP = 5
 _SPACE_OVER_USUAL = 1.5
 # The skew is read from boxes at least this many times as wide as tall (a short word's slope is noise),
@@ -92,6 +94,7 @@ class OcrEngine:
         from rapidocr_onnxruntime import RapidOCR
 
         paths = model_files(model_dir)
+        self._repair_spaces = _DROPS_SPACES in paths["rec"].name
         self._engine = RapidOCR(
             det_model_path=str(paths["det"]),
             rec_model_path=str(paths["rec"]),
@@ -136,7 +139,8 @@ class OcrEngine:
         straight = turned(origin, skew, (raw_w / 2, raw_h / 2)) / scale
         lines = []
         for box, result in zip(straight, results, strict=True):
-            text, confidence = _clean(_spaced(result)), float(result[1])
+            text = _spaced(result) if self._repair_spaces else str(result[0])
+            text, confidence = _clean(text), float(result[1])
             if confidence < _MIN_LINE_SCORE or not text.strip():
                 continue
             xs, ys = box[:, 0], box[:, 1]

@@ -16,6 +16,31 @@ def collapse_whitespace(text: str) -> str:
     return " ".join(text.split())
 
 
+# A line that ends in a hyphen straight after a letter or digit: a word or a tag broken at the line end.
+_BROKEN_AT_HYPHEN = re.compile(r"[^\W_]-$")
+
+
+def continued(text: str, line: str) -> str:
+    """`text` followed by the next wrapped line: a space between them, except where the line end broke
+    a word ("mainte-" + "nance" -> "maintenance": a letter's hyphen, continued in lowercase) or a tag
+    ("RWTP-F-" + "051" -> "RWTP-F-051", "LIT-" + "420A/B": the hyphen is the tag's own, kept)."""
+    if not text or not line:
+        return text or line
+    if _BROKEN_AT_HYPHEN.search(text) and line[0].isalnum():
+        if text[-2].isalpha() and line[0].islower():
+            return text[:-1] + line
+        return text + line
+    return f"{text} {line}"
+
+
+def joined_lines(lines: Sequence[str]) -> str:
+    """A wrapped cell's lines as one line (see `continued`)."""
+    text = ""
+    for line in lines:
+        text = continued(text, collapse_whitespace(line))
+    return text
+
+
 def title_from_stem(stem: str) -> str:
     """'pump-maintenance_SOP' -> 'pump maintenance SOP'; the last resort when a document has no title."""
     words = _STEM_SEPARATORS.sub(" ", stem).strip()

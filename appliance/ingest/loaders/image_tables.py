@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 
 from appliance.ingest.ocr import OcrLine
 
+from .common import joined_lines
 from .pdf_tables import PageTable
 from .ruled_grid import Edges, grids, mostly_filled
 
@@ -93,4 +94,4 @@ def _cell_text(lines: list[OcrLine], left: float, top: float, right: float, bott
         for line in lines
         if left <= (line.left + line.right) / 2 <= right and top <= (line.top + line.bottom) / 2 <= bottom
     ]
-    return " ".join(line.text for line in sorted(inside, key=lambda line: (line.top, line.left)))
+    return joined_lines([line.text for line in sorted(inside, key=lambda line: (line.top, line.left))])

@@ -12,10 +12,11 @@ words.
 from __future__ import annotations
 
 import itertools
+import re
 from collections import Counter
 from dataclasses import dataclass
 
-from .common import collapse_whitespace, pipe_table
+from .common import joined_lines, pipe_table
 from .pdf_text import PageBlock, page_blocks
 from .ruled_grid import Edges, grids, mostly_filled
 
@@ -23,6 +24,7 @@ _THIN = 2.0  # points: a path this thin is a rule
 _MIN_EDGE = 8.0  # points: shorter paths are marks, not rules
 _SNAP = 2.5  # points: edges this close are one line of the grid
 _SHARE = 0.7  # a layout line belongs to a table when this share of its words are the table's
+_PIECE = re.compile(r"[^\W_]+")
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ def page_tables(page: object) -> list[PageTable]:
             rows = []
             for top, bottom in zip(reversed(ys[1:]), reversed(ys[:-1]), strict=True):  # top row first
                 cells = [
-                    collapse_whitespace(textpage.get_text_bounded(left + 0.5, bottom + 0.5, right - 0.5, top - 0.5))
+                    _cell_text(textpage.get_text_bounded(left + 0.5, bottom + 0.5, right - 0.5, top - 0.5))
                     for left, right in itertools.pairwise(xs)
                 ]
                 if any(cells):
@@ -73,27 +75,37 @@ def page_tables(page: object) -> list[PageTable]:
     return sorted(tables, key=lambda table: -table.top)
 
 
+def _cell_text(text: str) -> str:
+    """A cell's text from pdfium: its lines joined; pdfium writes a hyphen that ended a line as \x02
+    and joins the lines around it ("LIT\x02420A/B"): the hyphen is on the page, so it is kept."""
+    return joined_lines(text.replace("\x02", "-").splitlines())
+
+
 def table_lines(lines: list[str], table: PageTable, taken: set[int]) -> range | None:
-    """The run of layout-text lines (indices) that hold the table's words, or None when none does."""
-    words = Counter(word for row in table.rows for cell in row for word in cell.split())
+    """The run of layout-text lines (indices) that hold the table's words, or None when none does.
+
+    Words are compared by their letter-and-digit pieces: a cell's "RWTP-F-051" is "RWTP-F-" on one
+    layout line and "051" on the next, and both lines are the table's."""
+    words = Counter(piece for row in table.rows for cell in row for piece in _PIECE.findall(cell))
     best: range | None = None
     best_words = 0
     start = None
     count = 0
-    for index, line in enumerate([*lines, "\0"]):
-        tokens = line.split()
-        if not tokens and start is not None:
-            continue  # a blank line inside the table (a tall row)
+    for index, line in enumerate([*lines, ""]):
+        tokens = [pieces for pieces in (_PIECE.findall(token) for token in line.split()) if pieces]
+        last = index == len(lines)  # past the end: closes a run still open
+        if not tokens and start is not None and not last:
+            continue  # a blank line inside the table (a tall row), or only punctuation
         inside = (
             bool(tokens)
             and index not in taken
-            and index < len(lines)
-            and sum(1 for t in tokens if t in words) >= _SHARE * len(tokens)
+            and not last
+            and sum(1 for pieces in tokens if all(p in words for p in pieces)) >= _SHARE * len(tokens)
         )
         if inside:
             if start is None:
                 start, count = index, 0
-            count += len(tokens)
+            count += sum(len(pieces) for pieces in tokens)
             continue
         if start is not None:
             end = index

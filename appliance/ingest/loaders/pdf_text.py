@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 
 from appliance.ingest.document import BlockKind
 
-from .common import collapse_whitespace, pipe_table
+from .common import collapse_whitespace, continued, pipe_table
 
 _LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"})
 # Control characters other than tab and newline, and the soft hyphen: never meaningful text.
@@ -40,8 +40,6 @@ _SHORT_LINE = 0.6
 # Body text wraps at 60+ characters; a page whose longest line is shorter holds no wrapped lines.
 _FULL_LINE_MIN = 60
 _SENTENCE_END = (".", "!", "?", ":")
-# A word broken at the line end: letter + hyphen, continued by a lowercase letter on the next line.
-_BROKEN_WORD = re.compile(r"[^\W\d_]-$")
 
 
 @dataclass(frozen=True)
@@ -139,10 +137,8 @@ def _join_lines(lines: list[_Line]) -> str:
         if line.is_item:
             nested = line.indent > lines[0].indent + 1  # a sub-item, further right than the first
             text += "\n" + ("  " if nested else "") + line.text
-        elif _BROKEN_WORD.search(text) and line.text[:1].islower():
-            text = text[:-1] + line.text  # "mainte-" + "nance" -> "maintenance"
         else:
-            text += " " + line.text
+            text = continued(text, line.text)
     return text
 
 
