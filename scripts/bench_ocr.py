@@ -83,7 +83,38 @@ def fax_noise(page: Image.Image, rng: random.Random) -> Image.Image:
     return speckled.point(lambda v: 0 if v < 140 else 255).convert("L")
 
 
-NOISE = {"copier": scan_noise, "fax": fax_noise}
+def photo_noise(page: Image.Image, rng: random.Random) -> Image.Image:
+    """A phone's photo of the page held flat: a perspective (each corner moved by up to 3 % of the page),
+    light falling off across the page (100 % to 65 %), soft focus, JPEG at quality 80."""
+    import numpy as np
+
+    width, height = page.size
+    corners = [(0, 0), (width, 0), (width, height), (0, height)]
+    moved = [(x + rng.uniform(-0.03, 0.03) * width, y + rng.uniform(-0.03, 0.03) * height) for x, y in corners]
+    # PIL maps each output pixel back into the input: solve for the 8 coefficients that take `moved` to `corners`.
+    rows = []
+    for (x, y), (u, v) in zip(moved, corners, strict=True):
+        rows.append([x, y, 1, 0, 0, 0, -u * x, -u * y])
+        rows.append([0, 0, 0, x, y, 1, -v * x, -v * y])
+    targets = [value for corner in corners for value in corner]
+    coefficients = np.linalg.solve(np.array(rows, dtype=float), np.array(targets, dtype=float))
+    warped = page.convert("L").transform(
+        (width, height), Image.Transform.PERSPECTIVE, tuple(coefficients), Image.Resampling.BICUBIC, fillcolor=120
+    )
+    light = np.linspace(1.0, 0.65, width)[None, :] * np.ones((height, 1))
+    lit = Image.fromarray((np.asarray(warped, dtype=float) * light).clip(0, 255).astype("uint8"))
+    buffer = io.BytesIO()
+    lit.filter(ImageFilter.GaussianBlur(radius=1.0)).save(buffer, format="JPEG", quality=80)
+    return Image.open(io.BytesIO(buffer.getvalue())).convert("L")
+
+
+NOISE = {"copier": scan_noise, "fax": fax_noise, "photo": photo_noise}
+PROFILES = {  # the results key of each CER measure: (noise, dpi)
+    "cer_200dpi": ("copier", 200),
+    "cer_300dpi": ("copier", 300),
+    "cer_fax_200dpi": ("fax", 200),
+    "cer_photo_200dpi": ("photo", 200),
+}
 
 
 def render_pages(pdf_path: Path, dpi: int, limit: int | None) -> list[tuple[Image.Image, str, str]]:
@@ -265,6 +296,9 @@ def main() -> int:
     parser.add_argument("--models-dir", type=Path, default=None)
     parser.add_argument("--threads", type=int, default=2)
     parser.add_argument("--seed", type=int, default=31)
+    parser.add_argument(
+        "--profiles", default=",".join(PROFILES), help="the CER measures to run: " + ", ".join(PROFILES)
+    )
     parser.add_argument("--cer-only", action="store_true", help="measure the CER only; merge it into the results file")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
@@ -286,9 +320,9 @@ def main() -> int:
     }
     limit = args.pages_per_doc or None
 
-    # 1. Character error rate: copier scans at 200 and 300 dpi, fax-like 1-bit scans at 200 dpi.
-    profiles = (("copier", 200, "cer_200dpi"), ("copier", 300, "cer_300dpi"), ("fax", 200, "cer_fax_200dpi"))
-    for noise, dpi, key in profiles:
+    # 1. Character error rate: copier scans at 200 and 300 dpi, fax-like 1-bit scans and phone photos at 200 dpi.
+    for key in args.profiles.split(","):
+        noise, dpi = PROFILES[key]
         pages = []
         for pdf in cer_docs:
             rendered = render_pages(pdf, dpi, limit)
@@ -310,8 +344,8 @@ def main() -> int:
     for pdf in pdfs + printouts:
         noisy = [scan_noise(image, rng) for image, _, _ in render_pages(pdf, 300, None)]
         scanned_pdf(noisy, scan_corpus / pdf.name, 300)
-    for docx, pdf in docx_printouts.items():
-        if pdf is not None:
+    for docx, printout in docx_printouts.items():
+        if printout is not None:
             (scan_corpus / docx.name).unlink()  # the scan of its printout takes its place
     # One SOP also as a multi-page TIFF and PNG pages: the image loaders in the same ingest.
     extra = work / "images"
