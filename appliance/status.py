@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from appliance.config import Settings
-from appliance.index.index import Index
+from appliance.index.index import LAST_REINDEX, Index
 from appliance.models.calibration import calibration_warnings, calibrations
 from appliance.models.store import ModelStore
 
@@ -28,7 +28,7 @@ def index_status(settings: Settings) -> dict[str, Any]:
         catalog = index.catalog
         counts = catalog.counts()
         consistency = index.check()
-        last = catalog.get_state("last_reindex")
+        last = catalog.get_state(LAST_REINDEX)
         freshness = index.freshness()
         catalog_bytes = sum(_folder_size(Path(str(settings.catalog_path) + suffix)) for suffix in ("", "-wal", "-shm"))
         return {

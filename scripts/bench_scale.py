@@ -379,7 +379,8 @@ def put_files(docs: list[dict[str, Any]], files: Path, on_disk: bool) -> None:
 
 
 def build_step(job: dict[str, Any]) -> dict[str, Any]:
-    from appliance.ingest.pipeline import PIPELINE_SIGNATURE, pipeline_signature
+    from appliance.index.index import PIPELINE_SIGNATURE
+    from appliance.ingest.pipeline import pipeline_signature
 
     seed = load_seed(job["seed"])
     grower = Grower(seed, np.load(job["train"]))

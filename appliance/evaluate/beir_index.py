@@ -14,11 +14,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from appliance.config import Settings
-from appliance.index.index import VECTORS_DIRTY, Index
+from appliance.index.index import Index
 from appliance.index.lock import writer_lock
 from appliance.ingest.chunker import chunk_document
 from appliance.ingest.document import DocumentBuilder
-from appliance.ingest.pipeline import PIPELINE_SIGNATURE, pipeline_signature
+from appliance.ingest.pipeline import pipeline_signature
 from appliance.ingest.scan import FoundFile
 from appliance.ingest.writer import BatchWriter, IngestReport, PreparedDocument
 from appliance.models.registry import load_embedder
@@ -54,11 +54,11 @@ def build_beir_index(
         index = Index(own)
         closing: list[Callable[[], None]] = []
         try:
-            if index.catalog.get_state(VECTORS_DIRTY) == "1":
+            if index.writes_unfinished():
                 index.reconcile()
             signature = pipeline_signature(own)
-            rechunk = index.catalog.get_state(PIPELINE_SIGNATURE) != signature
-            known = {d.path: d.sha256 for d in index.catalog.documents()}
+            rechunk = index.stored_pipeline_signature() != signature
+            known = {d.path: d.sha256 for d in index.documents()}
             embedder = load_embedder(own)
             writer = BatchWriter(index, embedder, report)
             closing.append(writer.close)
@@ -85,15 +85,15 @@ def build_beir_index(
                     overlap_tokens=own.ingest.chunk_overlap_tokens,
                 )
                 found = FoundFile(doc.doc_id, corpus_file, len(doc.text), 0.0)
-                existing = index.catalog.document(doc.doc_id)
+                existing = index.document(doc.doc_id)
                 writer.add(PreparedDocument(found, str(corpus_file), sha, "txt", doc.title, chunks, existing))
             writer.flush()
             for gone in sorted(set(known) - seen):
-                writer.remove(gone)
+                index.remove_document(gone)
                 report.removed += 1
-            index.catalog.set_state(VECTORS_DIRTY, "0")
-            index.catalog.set_state(PIPELINE_SIGNATURE, signature)
-            report.chunks_total = index.catalog.counts()["chunks"]
+            index.finish_run()
+            index.record_pipeline_signature(signature)
+            report.chunks_total = index.chunk_count()
         finally:
             for close in closing:
                 close()

@@ -152,6 +152,10 @@ class Catalog:
         """Same content, new mtime (e.g. `touch`): remember it so the next scan skips hashing."""
         self.conn.execute("UPDATE documents SET mtime = ? WHERE path = ?", (mtime, path))
 
+    def note_error(self, path: str, error: str) -> None:
+        """A newer version of this document failed: its indexed version stays, with the error beside it."""
+        self.conn.execute("UPDATE documents SET error = ? WHERE path = ?", (error, path))
+
     def chunk_ids_of(self, path: str) -> list[str]:
         return [
             row[0]

@@ -4,24 +4,35 @@ With the local vector store (no vectors.url), one process at a time owns it (app
 and brings it to the catalog's state by applying the catalog's change log (appliance.index.vector_sync):
 after each write of its own, before each consistent read (`reading`), and whenever a running server
 polls (`sync`). A process that does not own the store writes only the catalog; the owner applies it.
+
+The index owns its writes: ingest hands it embedded documents and removals, and the index writes both
+stores in the crash-safe order (appliance.index.writes); a run's state (the dirty mark, the pipeline
+signature the chunks were made with, the hand-over of the change log) is kept here under names that say
+what it means. Ingest loads, chunks and embeds; it reads and writes the index only through these methods.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
+
+import numpy as np
 
 from appliance.config import Settings
 from appliance.errors import VectorStoreUnavailable
 from appliance.faults import crash_point
-from appliance.index import vector_sync
-from appliance.index.catalog import Catalog
+from appliance.index import vector_sync, writes
+from appliance.index.catalog import Catalog, DocumentRow
 from appliance.index.ownership import LocalStore, local_store
 from appliance.index.vectors import VectorIndex
+from appliance.index.writes import EmbeddedDocument
 
-VECTORS_DIRTY = "vectors_dirty"
+# A run's state in the catalog: what the stored chunks were made with (their file content aside; a change
+# re-chunks every file) and when the last reindex finished.
+PIPELINE_SIGNATURE = "pipeline_signature"
+LAST_REINDEX = "last_reindex"
 # A read that keeps finding a newer commit than the vectors it just brought up to date gives up after
 # this many tries and reads anyway (the newest batch may then be missing from its dense side).
 READ_ATTEMPTS = 5
@@ -54,6 +65,18 @@ class Freshness:
     updated_at: float | None  # unix time of the newest change the vectors reflect
     pending_changes: int
     owner: str | None  # local store: who applies the changes ("this process", "pid N (…)", None: nobody)
+
+
+@dataclass(frozen=True)
+class HandOver:
+    """After a run: who brings the vectors to the catalog's state ("this process", the running server that
+    owns the local store "pid N (appliance serve …)", the Chroma server, or None: nobody owns the store now,
+    the next process that opens it does), how long that owner took to apply the run's changes, and how
+    many it had not applied when the run returned."""
+
+    applied_by: str | None
+    wait_s: float | None = None
+    pending: int = 0
 
 
 class Index:
@@ -126,10 +149,6 @@ class Index:
         with self._store.guard:
             return vector_sync.apply_changes(self.catalog, self.vectors)
 
-    def vectors_written(self) -> None:
-        """A writer wrote the vectors itself (Chroma server) after its commit: record the log as applied."""
-        vector_sync.mark_applied(self.catalog)
-
     @contextmanager
     def reading(self) -> Iterator[None]:
         """Catalog reads from one committed state, with the local vectors brought to exactly that state
@@ -160,14 +179,17 @@ class Index:
         return self._store.holder() if self._store is not None else None
 
     def freshness(self) -> Freshness:
-        conn = self.catalog.conn
         at = self.catalog.get_state(vector_sync.APPLIED_AT)
         return Freshness(
-            applied_seq=vector_sync.applied_seq(conn),
+            applied_seq=vector_sync.applied_seq(self.catalog.conn),
             updated_at=float(at) if at else None,
-            pending_changes=vector_sync.pending(conn),
+            pending_changes=self.pending_changes(),
             owner=self.vectors_owner(),
         )
+
+    def pending_changes(self) -> int:
+        """Changes committed to the catalog that the vectors do not reflect yet."""
+        return vector_sync.pending(self.catalog.conn)
 
     def wait_until_applied(self, seq: int, timeout_s: float, poll_s: float = 0.05) -> float | None:
         """Seconds until the owner had applied every change up to `seq`; None if not within `timeout_s`."""
@@ -185,7 +207,7 @@ class Index:
         fts = self.catalog.fts_integrity()
         missing = len(catalog_ids - vector_ids)
         stray = len(vector_ids - catalog_ids)
-        interrupted = self.catalog.get_state(VECTORS_DIRTY) == "1" or vector_sync.interrupted(self.catalog.conn)
+        interrupted = self.writes_unfinished() or vector_sync.interrupted(self.catalog.conn)
         return Consistency(
             consistent=not (missing or stray or fts),
             catalog_chunks=len(catalog_ids),
@@ -194,7 +216,7 @@ class Index:
             stray_vectors=stray,
             fts_problems=fts,
             interrupted_write=interrupted,
-            pending_changes=vector_sync.pending(self.catalog.conn),
+            pending_changes=self.pending_changes(),
         )
 
     def needs_reconcile(self) -> bool:
@@ -204,7 +226,7 @@ class Index:
         does not own the local store leaves that to the owner."""
         if not self.owns_vectors:
             return False
-        if self.catalog.get_state(VECTORS_DIRTY) == "1" or vector_sync.interrupted(self.catalog.conn):
+        if self.writes_unfinished() or vector_sync.interrupted(self.catalog.conn):
             return True
         return self.vectors.count() != self.catalog.counts()["chunks"]
 
@@ -238,3 +260,99 @@ class Index:
             repair.vectors_added = len(ids)
         vector_sync.mark_applied(self.catalog, covered)
         return repair
+
+    # --- writes: both stores, in the crash-safe order (appliance.index.writes) -------------------
+
+    def write_documents(self, documents: Sequence[EmbeddedDocument]) -> None:
+        """Write a batch of embedded documents, each replacing whatever version of it was indexed."""
+        writes.write_documents(self, documents)
+
+    def remove_document(self, path: str) -> None:
+        """Remove a document: its row, its chunks and their vectors."""
+        writes.remove_document(self, path)
+
+    def record_failure(
+        self, *, path: str, abs_path: str, source: str, size: int, mtime: float, doc_type: str, error: str
+    ) -> None:
+        """A document could not be (re)indexed. An indexed version of it stays searchable, with the error
+        noted; otherwise it is listed as failed, with nothing to search (so no chunks, no vectors change)."""
+        existing = self.catalog.document(path)
+        if existing is not None and existing.status == "indexed":
+            self.catalog.note_error(path, error)
+            return
+        self.catalog.replace_document(
+            path=path,
+            abs_path=abs_path,
+            source=source,
+            sha256=None,
+            size=size,
+            mtime=mtime,
+            doc_type=doc_type,
+            title=None,
+            status="failed",
+            error=error,
+            chunks=[],
+            embeddings=None,
+            embedding_model="",
+        )
+
+    def touch_document(self, path: str, mtime: float) -> None:
+        """Same content, new mtime (e.g. `touch`): remember it so the next scan skips hashing."""
+        self.catalog.touch_document(path, mtime)
+
+    def add_source(self, path: str) -> None:
+        """Remember a folder or file (resolved) as a source that reindex scans."""
+        self.catalog.add_source(path)
+
+    # --- a run's state -------------------------------------------------------------------------
+
+    def writes_unfinished(self) -> bool:
+        """A run began writing the vectors of a Chroma server and did not finish (the dirty mark is set)."""
+        return writes.unfinished(self.catalog)
+
+    def finish_run(self) -> None:
+        """A run has written everything it meant to: clear the dirty mark."""
+        writes.finish_run(self.catalog)
+
+    def stored_pipeline_signature(self) -> str | None:
+        """The pipeline signature the stored chunks were made with (None before the first full reindex)."""
+        return self.catalog.get_state(PIPELINE_SIGNATURE)
+
+    def record_pipeline_signature(self, signature: str) -> None:
+        """Every source was chunked with this pipeline signature."""
+        self.catalog.set_state(PIPELINE_SIGNATURE, signature)
+
+    def record_reindex_time(self) -> None:
+        """A reindex finished now (`appliance status` shows it)."""
+        self.catalog.set_state(LAST_REINDEX, str(time.time()))
+
+    def stored_embeddings(self, text_shas: Iterable[str], model: str) -> dict[str, np.ndarray]:
+        """Text sha256 → the embedding `model` already made of that text: edits re-embed only what changed."""
+        return self.catalog.embeddings_by_text_sha(text_shas, model)
+
+    def hand_over(self, wait_s: float) -> HandOver:
+        """A run is done writing: who applies its changes to the vectors. When another process owns the
+        local store (the running server), wait up to `wait_s` for it to apply them."""
+        if not self.local:
+            return HandOver(f"the Chroma server at {self.vectors.location}")
+        if self.owns_vectors:
+            return HandOver("this process")
+        seq = vector_sync.hand_over(self.catalog)
+        owner = self.vectors_owner()
+        waited = self.wait_until_applied(seq, wait_s) if owner is not None else None
+        return HandOver(owner, waited, self.pending_changes())
+
+    # --- what a run reads ----------------------------------------------------------------------
+
+    def sources(self) -> list[str]:
+        return self.catalog.sources()
+
+    def documents(self, source: str | None = None) -> list[DocumentRow]:
+        """Every document (or those of one source), by path."""
+        return self.catalog.documents(source)
+
+    def document(self, path: str) -> DocumentRow | None:
+        return self.catalog.document(path)
+
+    def chunk_count(self) -> int:
+        return self.catalog.counts()["chunks"]

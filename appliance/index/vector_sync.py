@@ -9,7 +9,7 @@ leaves nothing to undo: the next owner applies the same entries again. What was 
 of the newest change it reflects, are recorded in the catalog's state (`APPLIED_SEQ`, `APPLIED_AT`).
 
 With a Chroma server (vectors.url) every process writes the vectors itself, before and after its
-catalog transaction (appliance.ingest.writer), and only records the log as applied.
+catalog transaction (appliance.index.writes), and only records the log as applied.
 """
 
 from __future__ import annotations

@@ -1,12 +1,9 @@
-"""Ingest and reindex: scan sources, diff by content hash, load, chunk, embed, write both stores.
+"""Ingest and reindex: scan sources, diff by content hash, load, chunk, embed, and hand the documents
+to the index, which writes its two stores in the crash-safe order (appliance.index.writes).
 
-Crash safety, in order, for each batch of changed documents:
-  1. mark the vectors dirty in the catalog (a crash from here on is repaired by reconcile);
-  2. upsert the new chunks' vectors into Chroma (strays are invisible: hits go through the catalog);
-  3. replace the documents in the catalog, one transaction (chunks + FTS5 + document rows);
-  4. delete the replaced chunks' vectors from Chroma;
-and at the very end clear the dirty mark. A reindex that finds the mark set, or Chroma holding another
-number of vectors than the catalog has chunks (say, a wiped Chroma server), reconciles first.
+A reindex that finds an earlier run's write interrupted, or Chroma holding another number of vectors
+than the catalog has chunks (say, a wiped Chroma server), reconciles first; a run that finishes clears
+the interrupted-write mark (Index.finish_run).
 """
 
 from __future__ import annotations
@@ -19,9 +16,8 @@ from typing import Any
 
 from appliance.config import Settings
 from appliance.errors import ApplianceError, DocumentError, SkippedDocument
-from appliance.index import vector_sync
 from appliance.index.catalog import DocumentRow
-from appliance.index.index import VECTORS_DIRTY, Index, Repair
+from appliance.index.index import Index, Repair
 from appliance.index.lock import writer_lock
 from appliance.ingest.chunker import CHUNKER_VERSION, chunk_document
 from appliance.ingest.loaders import OcrLimits, PageReader, load_document
@@ -47,7 +43,7 @@ def ingest(settings: Settings, paths: list[Path], progress: Progress | None = No
 def register_sources(settings: Settings, paths: list[Path]) -> None:
     """Remember these (resolved) folders or files as sources; refuse one whose display name another source has."""
     with _open_index(settings) as index:
-        known = {Path(s).name: s for s in index.catalog.sources()}
+        known = {Path(s).name: s for s in index.sources()}
         for path in paths:
             other = known.get(display_prefix(path))
             if other is not None and other != str(path):
@@ -55,7 +51,7 @@ def register_sources(settings: Settings, paths: list[Path]) -> None:
                     f"{path}: a different source with the same name is already indexed ({other}); "
                     "document paths would collide. Rename one of the folders."
                 )
-            index.catalog.add_source(str(path))
+            index.add_source(str(path))
             known[display_prefix(path)] = str(path)
 
 
@@ -71,49 +67,30 @@ def reindex_locked(settings: Settings, progress: Progress | None = None, only: l
     started = time.monotonic()
     report = IngestReport()
     with _open_index(settings) as index:
-        catalog = index.catalog
         if index.needs_reconcile():
             report.repaired = _repair_json(index.reconcile())
         embedder = load_embedder(settings)
         writer = BatchWriter(index, embedder, report)
         ocr = page_reader(settings)
         signature = pipeline_signature(settings)
-        rechunk = catalog.get_state(PIPELINE_SIGNATURE) != signature
+        rechunk = index.stored_pipeline_signature() != signature
         try:
-            for source in only if only is not None else catalog.sources():
+            for source in only if only is not None else index.sources():
                 _sync_source(settings, index, writer, Path(source), report, progress, ocr, rechunk=rechunk)
             writer.flush()
         finally:
             writer.close()
             report.ocr_pages, report.ocr_seconds = ocr.pages, ocr.seconds
-        if catalog.get_state(VECTORS_DIRTY) == "1":
-            catalog.set_state(VECTORS_DIRTY, "0")
-        if only is None or set(only) >= set(catalog.sources()):
-            catalog.set_state(PIPELINE_SIGNATURE, signature)
-        catalog.set_state("last_reindex", str(time.time()))
-        report.chunks_total = catalog.counts()["chunks"]
-        _hand_over(settings, index, report)
+        index.finish_run()
+        if only is None or set(only) >= set(index.sources()):
+            index.record_pipeline_signature(signature)
+        index.record_reindex_time()
+        report.chunks_total = index.chunk_count()
+        handed = index.hand_over(settings.index.serve_wait_s)
+        report.vectors_applied_by, report.vectors_wait_s = handed.applied_by, handed.wait_s
+        report.vectors_pending = handed.pending
     report.seconds = time.monotonic() - started
     return report
-
-
-def _hand_over(settings: Settings, index: Index, report: IngestReport) -> None:
-    """Who applies the run's changes to the vectors, and (another process owning the local store, the
-    running server) whether it did within index.serve_wait_s: the run's report says so."""
-    if not index.local:
-        report.vectors_applied_by = f"the Chroma server at {index.vectors.location}"
-        return
-    if index.owns_vectors:
-        report.vectors_applied_by = "this process"
-        return
-    seq = vector_sync.hand_over(index.catalog)
-    report.vectors_applied_by = index.vectors_owner()
-    if report.vectors_applied_by is not None:
-        report.vectors_wait_s = index.wait_until_applied(seq, settings.index.serve_wait_s)
-    report.vectors_pending = vector_sync.pending(index.catalog.conn)
-
-
-PIPELINE_SIGNATURE = "pipeline_signature"
 
 
 def page_reader(settings: Settings) -> PageReader:
@@ -182,13 +159,12 @@ def _sync_source(
     *,
     rechunk: bool = False,
 ) -> None:
-    catalog = index.catalog
     if not source.exists():
         # An unmounted share must not wipe the index: report it and keep what is indexed.
         report.failed.append({"path": str(source), "error": "source folder is missing; its documents are kept"})
         return
     found = scan_source(source, follow_symlinks=settings.ingest.follow_symlinks)
-    existing = {doc.path: doc for doc in catalog.documents(source=str(source))}
+    existing = {doc.path: doc for doc in index.documents(source=str(source))}
     seen: set[str] = set()
     for position, item in enumerate(found):
         seen.add(item.display_path)
@@ -209,7 +185,7 @@ def _sync_source(
             writer.add(pending)
     writer.flush()
     for path in sorted(set(existing) - seen):
-        writer.remove(path)
+        index.remove_document(path)
         report.removed += 1
 
 
@@ -225,13 +201,12 @@ def _prepare(
     ocr: PageReader,
     rechunk: bool = False,
 ) -> PreparedDocument | None:
-    catalog = index.catalog
     embedder = writer.embedder
     if item.skip is not None:
         report.skipped.append({"path": item.display_path, "reason": item.skip})
         return None
     if item.error is not None:
-        _record_failure(index, catalog_doc, item, source, item.error, report)
+        _record_failure(index, item, source, item.error, report)
         return None
     if (
         not rechunk
@@ -246,7 +221,7 @@ def _prepare(
     try:
         sha = _sha256_of(item.abs_path, settings.ingest.max_file_bytes)
     except OSError as exc:
-        _record_failure(index, catalog_doc, item, source, f"cannot read file ({exc.strerror or exc})", report)
+        _record_failure(index, item, source, f"cannot read file ({exc.strerror or exc})", report)
         return None
     if (
         not rechunk
@@ -255,7 +230,7 @@ def _prepare(
         and catalog_doc.status != "failed"
         and not catalog_doc.error
     ):
-        catalog.touch_document(item.display_path, item.mtime)
+        index.touch_document(item.display_path, item.mtime)
         _count_unchanged(catalog_doc, item, report)
         return None
     try:
@@ -268,14 +243,14 @@ def _prepare(
         )
     except SkippedDocument as exc:  # nothing to index: no fault of the file
         if catalog_doc is not None:
-            writer.remove(item.display_path)
+            index.remove_document(item.display_path)
         report.skipped.append({"path": item.display_path, "reason": exc.reason})
         return None
     except DocumentError as exc:
-        _record_failure(index, catalog_doc, item, source, exc.reason, report)
+        _record_failure(index, item, source, exc.reason, report)
         return None
     except RecursionError:
-        _record_failure(index, catalog_doc, item, source, "document structure is nested too deeply", report)
+        _record_failure(index, item, source, "document structure is nested too deeply", report)
         return None
     return PreparedDocument(item, str(source), sha, loaded.doc_type, loaded.title, chunks, catalog_doc)
 
@@ -287,29 +262,17 @@ def _count_unchanged(doc: DocumentRow, item: FoundFile, report: IngestReport) ->
         report.unchanged += 1
 
 
-def _record_failure(
-    index: Index, doc: DocumentRow | None, item: FoundFile, source: Path, reason: str, report: IngestReport
-) -> None:
-    """A bad file is reported; an older good version of it stays searchable."""
+def _record_failure(index: Index, item: FoundFile, source: Path, reason: str, report: IngestReport) -> None:
+    """A bad file is reported; an older good version of it stays searchable (Index.record_failure)."""
     report.failed.append({"path": item.display_path, "error": reason})
-    catalog = index.catalog
-    if doc is not None and doc.status == "indexed":
-        catalog.conn.execute("UPDATE documents SET error = ? WHERE path = ?", (reason, item.display_path))
-        return
-    catalog.replace_document(
+    index.record_failure(
         path=item.display_path,
         abs_path=str(item.abs_path),
         source=str(source),
-        sha256=None,
         size=item.size,
         mtime=item.mtime,
         doc_type=failed_type(item.abs_path),
-        title=None,
-        status="failed",
         error=reason,
-        chunks=[],
-        embeddings=None,
-        embedding_model="",
     )
 
 

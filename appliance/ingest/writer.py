@@ -1,18 +1,13 @@
-"""Writing prepared documents to both stores, in embedding batches, in the crash-safe order.
+"""Writing prepared documents to the index, in embedding batches.
 
-With a Chroma server, for each batch: mark the vectors dirty → upsert the new vectors into Chroma →
-replace the documents in the catalog in one transaction → delete the replaced vectors from Chroma →
-record the catalog's change log as applied. The pipeline clears the dirty mark when a whole run has
-finished.
-
-With the local store, each batch is one catalog transaction, whose chunk changes land in the catalog's
-change log in that same transaction; then the owner of the store applies the log (this process when it
-owns the store, else the running server that does: appliance.index.vector_sync).
+Each batch's documents are handed to the index as soon as they are embedded (Index.write_documents),
+and the index writes both of its stores in the crash-safe order (appliance.index.writes), so the work
+of every batch written survives a crash.
 
 Two stages overlap: a batch is embedded on a worker thread (the runtimes release the GIL) while
 this thread writes the batch before it and loads and chunks the documents of the next one. Every
-catalog and Chroma call stays on this thread, and batches are written one after another in order,
-so the order above holds for each of them.
+index call stays on this thread, and batches are written one after another in order, so the index's
+order holds for each of them.
 """
 
 from __future__ import annotations
@@ -23,10 +18,10 @@ from typing import Any
 
 import numpy as np
 
-from appliance.faults import crash_point
 from appliance.index.catalog import DocumentRow, text_sha256
-from appliance.index.index import VECTORS_DIRTY, Index
+from appliance.index.index import Index
 from appliance.index.records import Chunk
+from appliance.index.writes import EmbeddedDocument
 from appliance.ingest.scan import FoundFile
 from appliance.models.embedder import Embedder
 
@@ -126,23 +121,6 @@ class BatchWriter:
         """Stop the embedding thread (after flush(); a batch not yet written is dropped)."""
         self._worker.shutdown(wait=True, cancel_futures=True)
 
-    def _mark_dirty(self) -> None:
-        if self.index.catalog.get_state(VECTORS_DIRTY) != "1":
-            self.index.catalog.set_state(VECTORS_DIRTY, "1")
-
-    def remove(self, path: str) -> None:
-        local = self.index.local
-        if not local:
-            self._mark_dirty()
-        old_ids = self.index.catalog.chunk_ids_of(path)
-        self.index.catalog.remove_document(path)
-        crash_point("after_catalog_remove")
-        if local:
-            self.index.sync()
-        else:
-            self.index.vectors.delete(old_ids)
-            self.index.vectors_written()
-
     def flush(self) -> None:
         """Embed and write everything added so far."""
         self._dispatch()
@@ -155,7 +133,7 @@ class BatchWriter:
         documents, self.pending, self.pending_chunks = self.pending, [], 0
         chunks = [chunk for item in documents for chunk in item.chunks]
         shas = [text_sha256(c.embedding_text) for c in chunks]
-        known = self.index.catalog.embeddings_by_text_sha(shas, self.embedder.model_id)
+        known = self.index.stored_embeddings(shas, self.embedder.model_id)
         # Each new text once; one that the batch in flight embeds is taken from it (see _write).
         earlier = set(self._embedding.todo) if self._embedding is not None else set()
         first = {sha: i for i, sha in reversed(list(enumerate(shas))) if sha not in known and sha not in earlier}
@@ -182,24 +160,15 @@ class BatchWriter:
         self._write_documents(batch.documents, batch.shas, batch.known)
 
     def _write_documents(self, batch: list[PreparedDocument], shas: list[str], known: dict[str, np.ndarray]) -> None:
-        catalog, local = self.index.catalog, self.index.local
-        model_id = self.embedder.model_id
-        all_chunks = [chunk for item in batch for chunk in item.chunks]
         embeddings = (
             np.stack([known[sha] for sha in shas]).astype(np.float32) if shas else np.zeros((0, 1), dtype=np.float32)
         )
-        old_ids = {item.found.display_path: set(catalog.chunk_ids_of(item.found.display_path)) for item in batch}
-        if not local:
-            self._mark_dirty()
-            paths = [item.found.display_path for item in batch for _ in item.chunks]
-            if all_chunks:
-                self.index.vectors.upsert([c.chunk_id for c in all_chunks], embeddings, paths)
-        crash_point("after_vectors_upsert")
+        documents: list[EmbeddedDocument] = []
         offset = 0
-        with catalog.transaction():
-            for item in batch:
-                count = len(item.chunks)
-                catalog.replace_document_in_transaction(
+        for item in batch:
+            count = len(item.chunks)
+            documents.append(
+                EmbeddedDocument(
                     path=item.found.display_path,
                     abs_path=str(item.found.abs_path),
                     source=item.source,
@@ -208,25 +177,15 @@ class BatchWriter:
                     mtime=item.found.mtime,
                     doc_type=item.doc_type,
                     title=item.title,
-                    status="indexed",
-                    error=None,
                     chunks=item.chunks,
                     embeddings=embeddings[offset : offset + count],
-                    embedding_model=model_id,
+                    embedding_model=self.embedder.model_id,
                 )
-                offset += count
-                crash_point("inside_catalog_transaction")
-        crash_point("after_catalog_commit")
-        stale: set[str] = set()
+            )
+            offset += count
+        self.index.write_documents(documents)
         for item in batch:
-            stale |= old_ids[item.found.display_path] - {c.chunk_id for c in item.chunks}
             if item.existing is None:
                 self.report.added += 1
             else:
                 self.report.updated += 1
-        if local:
-            self.index.sync()
-        else:
-            self.index.vectors.delete(sorted(stale))
-            self.index.vectors_written()
-        crash_point("after_vectors_delete")
