@@ -112,6 +112,8 @@ def test_a_line_broken_at_a_hyphen_joins_back_as_the_page_reads() -> None:
     assert joined_lines(["backwash log RWTP-F-", "051"]) == "backwash log RWTP-F-051"
     assert joined_lines(["CW-1/CW-2 levels (LIT-", "420A/B), CT ratio"]) == "CW-1/CW-2 levels (LIT-420A/B), CT ratio"
     assert joined_lines(["keep the mainte-", "nance log"]) == "keep the maintenance log"  # a hyphenated word
+    assert joined_lines(["change point-of-", "use filters"]) == "change point-of-use filters"  # a compound
+    assert joined_lines(["wet stacking from light-", "load running"]) == "wet stacking from light-load running"
     assert joined_lines(["close the valve -", "then wait"]) == "close the valve - then wait"  # a dash, spaced
     assert joined_lines(["Weak batteries,", "cold engine"]) == "Weak batteries, cold engine"
 

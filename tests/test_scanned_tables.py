@@ -1,5 +1,6 @@
-"""A scanned page reads like its text layer: the copier's skew is measured and undone, and a ruled
-table comes out as the same pipe table, rows whole, even when its cells wrap over several lines."""
+"""A scanned page reads like its text layer: the copier's skew is measured and undone, a ruled table
+comes out as the same pipe table, rows whole, even when its cells wrap over several lines, and the list
+bullets OCR passes over are put back, so a heading above a list stays a heading."""
 
 from __future__ import annotations
 
@@ -12,8 +13,11 @@ import pytest
 from PIL import Image, ImageDraw, ImageFilter
 
 from appliance.ingest.loaders import OcrLimits, PageReader, load_document
+from appliance.ingest.loaders.bullets import with_bullets
 from appliance.ingest.loaders.image_tables import image_tables, ruled_edges
+from appliance.ingest.loaders.page_pixels import straight_pixels
 from appliance.ingest.ocr import OcrLine, skew_degrees, turned
+from tests.scans import FONT
 from tests.test_pdf_tables import HEADER, ROW_T450, setpoint_pdf
 
 
@@ -90,7 +94,7 @@ def test_a_wrapped_cell_keeps_its_lines_together_in_its_row() -> None:
         line("Wet stacking", 410, 400),
         line("Run a load bank", 810, 400),
     ]
-    (table,) = image_tables(grid_page(xs, ys), lines, 0.0)
+    (table,) = image_tables(straight_pixels(grid_page(xs, ys), 0.0), lines)
     assert table.rows == [
         ["Symptom", "Probable cause", "Action"],
         ["Slow cranking", "Weak batteries, cold engine", "Check battery voltage"],
@@ -103,14 +107,83 @@ def test_letters_and_underlines_are_not_rules() -> None:
     draw = ImageDraw.Draw(image)
     draw.text((100, 100), "IIIIIIII lllll |||| ----", fill=0)
     draw.line((100, 300, 400, 300), fill=0, width=2)  # an underline: one rule, no grid
-    edges = ruled_edges(np.asarray(image))
+    edges = ruled_edges(straight_pixels(image, 0.0).ink)
     assert edges.vertical == [] and len(edges.horizontal) == 1
-    assert image_tables(image, [line("Underlined heading", 100, 270)], 0.0) == []
+    assert image_tables(straight_pixels(image, 0.0), [line("Underlined heading", 100, 270)]) == []
 
 
 def test_a_frame_around_a_note_is_not_a_table() -> None:
     page = grid_page([100, 1100], [200, 400])  # one cell: a boxed warning
-    assert image_tables(page, [line("WARNING: chlorine gas is heavier than air", 120, 250)], 0.0) == []
+    assert image_tables(straight_pixels(page, 0.0), [line("WARNING: chlorine gas is heavier than air", 120, 250)]) == []
+
+
+# --- list bullets --------------------------------------------------------------------------------------
+
+
+def page_with_marks(marks: list[tuple[str, int]]) -> Image.Image:
+    """Grey paper; before the line at each y, a mark: a dot, a full stop, a hollow box, or nothing."""
+    image = Image.new("L", (1200, 600), 215)
+    draw = ImageDraw.Draw(image)
+    for mark, y in marks:
+        if mark == "dot":
+            draw.ellipse((112, y + 8, 122, y + 18), fill=60)
+        elif mark == "stop":  # a full stop: small, on the baseline
+            draw.ellipse((116, y + 18, 119, y + 21), fill=60)
+        elif mark == "box":
+            draw.rectangle((104, y, 126, y + 22), outline=60, width=2)
+    return image.filter(ImageFilter.GaussianBlur(0.6))
+
+
+def test_a_dot_before_a_line_is_its_bullet_and_other_marks_are_not() -> None:
+    marks = [("dot", 100), ("stop", 160), ("box", 220), ("none", 280)]
+    lines = [line(f"Item read at {y}", 140, y) for _, y in marks]
+    read = with_bullets(straight_pixels(page_with_marks(marks), 0.0), lines)
+    assert [item.text for item in read] == ["• Item read at 100", *[f"Item read at {y}" for _, y in marks[1:]]]
+    assert read[0].left < 125  # the item starts at its bullet, as in a text layer
+
+
+def test_a_dot_in_another_lines_box_is_not_a_bullet() -> None:
+    marks = [("dot", 100)]
+    lines = [line("Item read at 100", 140, 100), OcrLine("x", 0.9, 100, 100, 130, 124)]
+    first, _ = with_bullets(straight_pixels(page_with_marks(marks), 0.0), lines)
+    assert first.text == "Item read at 100"
+
+
+def bulleted_page() -> Image.Image:
+    """A heading, then items as a word processor sets them: a dot, the text indented after it, each
+    item's wrapped line under its text; then the next heading."""
+    from PIL import ImageFont
+
+    font = ImageFont.truetype(FONT, 30) if Path(FONT).is_file() else ImageFont.load_default(size=30)
+    image = Image.new("L", (1300, 720), 255)
+    draw = ImageDraw.Draw(image)
+    rows = [
+        (40, "3. Rules", False),
+        (110, "The control room is never left unattended. The outgoing", True),
+        (110, "operator stays until the incoming operator has signed.", False),
+        (110, "Handover is done face to face, not by note or message.", True),
+        (40, "4. Records", False),
+        (40, "The shift log is kept for five years.", False),
+    ]
+    for row, (x, text, bullet) in enumerate(rows):
+        y = 40 + row * 90 if row < 4 else 140 + row * 90  # space above the next heading
+        if bullet:
+            draw.ellipse((70, y + 12, 82, y + 24), fill=0)
+        draw.text((x, y), text, fill=0, font=font)
+    return image
+
+
+def test_a_heading_above_a_bulleted_list_stays_a_heading(tmp_path: Path, reader: PageReader) -> None:
+    page = bulleted_page()
+    doc = load_document(page_to_pdf(page, tmp_path / "rules.pdf"), ocr=reader)
+    kinds = [(block.kind, block.text.split()[0]) for block in doc.blocks]
+    assert kinds[:3] == [("heading", "3."), ("list", "•"), ("heading", "4.")]
+    assert doc.blocks[1].text.count("• ") == 2  # two items, each with its bullet
+
+
+def page_to_pdf(page: Image.Image, path: Path) -> Path:
+    page.save(path, format="PDF", resolution=200)
+    return path
 
 
 # --- a real scan through the real OCR ------------------------------------------------------------------

@@ -20,17 +20,30 @@ def collapse_whitespace(text: str) -> str:
 _BROKEN_AT_HYPHEN = re.compile(r"[^\W_]-$")
 
 
+_LAST_WORD = re.compile(r"(\S*?)([^\W\d_]+)-$")
+_FIRST_LETTERS = re.compile(r"[^\W\d_]+")
+
+
 def continued(text: str, line: str) -> str:
     """`text` followed by the next wrapped line: a space between them, except where the line end broke
-    a word ("mainte-" + "nance" -> "maintenance": a letter's hyphen, continued in lowercase) or a tag
-    ("RWTP-F-" + "051" -> "RWTP-F-051", "LIT-" + "420A/B": the hyphen is the tag's own, kept)."""
+    a word at a hyphen. The hyphen stays where it is the word's own: a tag ("RWTP-F-" + "051" ->
+    "RWTP-F-051"), a compound ("point-of-" + "use", "light-" + "load": joined, no English word); it
+    goes where software hyphenated a word ("mainte-" + "nance" -> "maintenance", "opera-" + "tor")."""
     if not text or not line:
         return text or line
     if _BROKEN_AT_HYPHEN.search(text) and line[0].isalnum():
-        if text[-2].isalpha() and line[0].islower():
-            return text[:-1] + line
-        return text + line
+        return text[:-1] + line if _hyphenated(text, line) else text + line
     return f"{text} {line}"
+
+
+def _hyphenated(text: str, line: str) -> bool:
+    """Whether the hyphen ending `text` is one that hyphenation put there (see `continued`)."""
+    before, after = _LAST_WORD.search(text), _FIRST_LETTERS.match(line)
+    if before is None or after is None or not line[0].islower() or "-" in before.group(1):
+        return False  # a tag, a capital or digit after the break, or a compound's second hyphen
+    from appliance.text.english import english_words
+
+    return english_words().knows(before.group(2) + after.group(0))
 
 
 def joined_lines(lines: Sequence[str]) -> str:

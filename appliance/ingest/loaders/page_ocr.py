@@ -1,5 +1,6 @@
 """OCR for loaders: a page image in, the page's blocks out, each with its recognition confidence;
-ruled tables come out as rows and columns (image_tables), like a text layer's.
+ruled tables come out as rows and columns (image_tables) and list bullets are put back (bullets), as
+a text layer gives them.
 
 The engine is loaded on the first page that needs it (a folder without scans never pays for it),
 and every limit (pages, pixels, seconds) is checked here so that each format's loader reports a
@@ -8,15 +9,17 @@ bad file the same way: a DocumentError naming the file, the limit and the settin
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from appliance.errors import DocumentError
 from appliance.ingest.ocr import OcrEngine, OcrLine, OcrPage, OcrTimeout, layout_text
 
+from .bullets import with_bullets
 from .common import collapse_whitespace
 from .image_tables import image_tables
+from .page_pixels import straight_pixels
 from .pdf_tables import PageTable, blocks_with_tables
 from .pdf_text import PageBlock
 
@@ -93,10 +96,14 @@ class PageReader:
 
     def blocks(self, shown: str, image: Image, page: int) -> tuple[list[OcrBlock], OcrPage]:
         result = self.read(shown, image, page)
-        try:
-            tables = image_tables(image, result.lines, result.skew_degrees) if result.lines else []
-        except Exception:  # the grid is a refinement: the page's text is still read without it
-            tables = []
+        tables: list[PageTable] = []
+        if result.lines:
+            try:
+                pixels = straight_pixels(image, result.skew_degrees)
+                tables = image_tables(pixels, result.lines)
+                result = replace(result, lines=with_bullets(pixels, result.lines))
+            except Exception:  # layout is a refinement: the page's text is still read without it
+                pass
         return blocks_of(result, tables), result
 
 
