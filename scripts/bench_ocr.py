@@ -299,6 +299,7 @@ def main() -> int:
     parser.add_argument(
         "--profiles", default=",".join(PROFILES), help="the CER measures to run: " + ", ".join(PROFILES)
     )
+    parser.add_argument("--copy-noise", choices=sorted(NOISE), default="copier", help="the scanned copy's noise")
     parser.add_argument("--cer-only", action="store_true", help="measure the CER only; merge it into the results file")
     parser.add_argument("--results", type=Path, default=RESULTS)
     args = parser.parse_args()
@@ -321,7 +322,7 @@ def main() -> int:
     limit = args.pages_per_doc or None
 
     # 1. Character error rate: copier scans at 200 and 300 dpi, fax-like 1-bit scans and phone photos at 200 dpi.
-    for key in args.profiles.split(","):
+    for key in filter(None, args.profiles.split(",")):
         noise, dpi = PROFILES[key]
         pages = []
         for pdf in cer_docs:
@@ -338,11 +339,12 @@ def main() -> int:
         args.results.write_text(json.dumps({**previous, **results}, indent=2) + "\n", encoding="utf-8")
         return 0
 
-    # 2. The scanned copy: docs_corpus with the PDFs replaced by image-only scans at 300 dpi.
+    # 2. The scanned copy: docs_corpus with the PDFs replaced by image-only scans at 300 dpi (copier noise,
+    # or --copy-noise).
     scan_corpus = work / "docs_corpus"
     shutil.copytree(CORPUS, scan_corpus)
     for pdf in pdfs + printouts:
-        noisy = [scan_noise(image, rng) for image, _, _ in render_pages(pdf, 300, None)]
+        noisy = [NOISE[args.copy_noise](image, rng) for image, _, _ in render_pages(pdf, 300, None)]
         scanned_pdf(noisy, scan_corpus / pdf.name, 300)
     for docx, printout in docx_printouts.items():
         if printout is not None:
@@ -387,6 +389,7 @@ def main() -> int:
     results["identifier_questions_found_scanned"] = sum(runs["scanned"]["per_question"][i] for i in identifier)
     results["identifier_questions"] = len(identifier)
     results["threads"] = args.threads
+    results["copy_noise"] = args.copy_noise
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(results, indent=2) + "\n", encoding="utf-8")
     print(json.dumps({k: v for k, v in results.items() if k != "retrieval"}, indent=2))
