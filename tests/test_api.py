@@ -101,18 +101,25 @@ class QueuedGenerator(ScriptedGenerator):
 # --- fixtures ------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def corpus_home(tmp_path_factory: pytest.TempPathFactory, models_dir: Path) -> Path:
-    """A home with three SOPs indexed (once per module; tests copy it)."""
-    base = tmp_path_factory.mktemp("api")
+TWO_SOPS = {"SOP-CL-004.md": CHLORINE, "SOP-RW-001.md": PUMP}
+
+
+def indexed_home(base: Path, models_dir: Path, files: dict[str, str]) -> Path:
+    """`base/home`, with these documents (file name -> text) written to `base/plant` and indexed."""
     plant = base / "plant"
     plant.mkdir()
-    (plant / "SOP-CL-004.md").write_text(CHLORINE)
-    (plant / "SOP-RW-001.md").write_text(PUMP)
-    (plant / "filter-backwash.txt").write_text(FILTER)
+    for name, text in files.items():
+        (plant / name).write_text(text)
     home = base / "home"
     ingest(Settings(home=home, models_dir=models_dir), [plant])
     return home
+
+
+@pytest.fixture(scope="module")
+def corpus_home(tmp_path_factory: pytest.TempPathFactory, models_dir: Path) -> Path:
+    """A home with three SOPs indexed (once per module; tests copy it)."""
+    files = {"SOP-CL-004.md": CHLORINE, "SOP-RW-001.md": PUMP, "filter-backwash.txt": FILTER}
+    return indexed_home(tmp_path_factory.mktemp("api"), models_dir, files)
 
 
 @pytest.fixture

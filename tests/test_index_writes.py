@@ -18,12 +18,10 @@ import pytest
 from appliance.config import Settings, VectorSettings
 from appliance.index.catalog import text_sha256
 from appliance.index.index import LAST_REINDEX, HandOver, Index
-from appliance.index.records import Chunk
 from appliance.index.writes import EmbeddedDocument
 from tests.chroma_server import ChromaServer, requires_chroma_cli, running_chroma, unique_collection
-from tests.test_vector_sync import other_process
+from tests.test_vector_sync import DIM, other_process, seeded_chunks, vector
 
-DIM = 8
 MODEL = "fixed"
 # The crash points of one batch of two documents, then of one removal, in the order a write reaches them.
 BATCH_AND_REMOVAL = [
@@ -36,29 +34,9 @@ BATCH_AND_REMOVAL = [
 ]
 
 
-def vector(seed: int) -> np.ndarray:
-    v = np.random.default_rng(seed).normal(size=DIM).astype(np.float32)
-    return v / np.linalg.norm(v)
-
-
 def embedded(path: str, seeds: list[int], *, version: str = "v1") -> EmbeddedDocument:
     """A document with one chunk per seed (chunk id `path#seed`, embedding that seed's vector)."""
-    chunks = [
-        Chunk(
-            chunk_id=f"{path}#{seed}",
-            path=path,
-            title=path,
-            section="",
-            page=None,
-            text=f"text {seed}",
-            ord=n,
-            header=path,
-            start=0,
-            end=1,
-            identifiers="",
-        )
-        for n, seed in enumerate(seeds)
-    ]
+    chunks = seeded_chunks(path, seeds)
     return EmbeddedDocument(
         path=path,
         abs_path=f"/docs/{path}",

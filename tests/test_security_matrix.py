@@ -21,7 +21,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from appliance.config import GeneratorSettings, Settings
-from appliance.ingest.pipeline import ingest
 from appliance.server.auth import TokenStore
 from scripts.reliability.procs import appliance_env, start_serve, stop
 from scripts.reliability.security import (
@@ -36,7 +35,7 @@ from scripts.reliability.security import (
     log_files,
     traversal,
 )
-from tests.test_api import CHLORINE, PUMP, make_client
+from tests.test_api import TWO_SOPS, indexed_home, make_client
 
 # Words FTS5, SQL and shells give meaning to, identifiers, odd Unicode: what a query parser must survive.
 # fmt: off
@@ -52,12 +51,7 @@ QUERY_PIECES = [
 def secured(tmp_path_factory: pytest.TempPathFactory, models_dir: Path) -> dict[str, Any]:
     """A home with two SOPs and three tokens (operator, admin, one revoked admin)."""
     base = tmp_path_factory.mktemp("secured")
-    plant = base / "plant"
-    plant.mkdir()
-    (plant / "SOP-CL-004.md").write_text(CHLORINE)
-    (plant / "SOP-RW-001.md").write_text(PUMP)
-    home = base / "home"
-    ingest(Settings(home=home, models_dir=models_dir), [plant])
+    home = indexed_home(base, models_dir, TWO_SOPS)
     with TokenStore(home / "tokens.sqlite") as store:
         _, operator = store.create("operator", "desk")
         _, admin = store.create("admin", "boss")

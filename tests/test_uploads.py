@@ -19,8 +19,8 @@ from fastapi.testclient import TestClient
 
 from appliance.config import GeneratorSettings, Settings, UploadSettings
 from appliance.index.catalog import Catalog
-from appliance.ingest.pipeline import ingest, reindex
-from tests.test_api import CHLORINE, PUMP, assert_problem, make_client
+from appliance.ingest.pipeline import reindex
+from tests.test_api import TWO_SOPS, assert_problem, indexed_home, make_client
 
 BACKWASH = """# Backwash of sand filter SF-9
 
@@ -36,14 +36,7 @@ MB = 1024 * 1024
 
 @pytest.fixture(scope="module")
 def corpus_home(tmp_path_factory: pytest.TempPathFactory, models_dir: Path) -> Path:
-    base = tmp_path_factory.mktemp("uploads")
-    plant = base / "plant"
-    plant.mkdir()
-    (plant / "SOP-CL-004.md").write_text(CHLORINE)
-    (plant / "SOP-RW-001.md").write_text(PUMP)
-    home = base / "home"
-    ingest(Settings(home=home, models_dir=models_dir), [plant])
-    return home
+    return indexed_home(tmp_path_factory.mktemp("uploads"), models_dir, TWO_SOPS)
 
 
 @pytest.fixture

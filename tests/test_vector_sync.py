@@ -34,9 +34,9 @@ def vector(seed: int) -> np.ndarray:
     return v / np.linalg.norm(v)
 
 
-def write(index: Index, path: str, seeds: list[int]) -> list[str]:
-    """One document with a chunk per seed (its embedding that seed's vector), in one catalog transaction."""
-    chunks = [
+def seeded_chunks(path: str, seeds: list[int]) -> list[Chunk]:
+    """One chunk per seed (chunk id `path#seed`; its embedding is that seed's `vector`)."""
+    return [
         Chunk(
             chunk_id=f"{path}#{seed}",
             path=path,
@@ -52,6 +52,11 @@ def write(index: Index, path: str, seeds: list[int]) -> list[str]:
         )
         for n, seed in enumerate(seeds)
     ]
+
+
+def write(index: Index, path: str, seeds: list[int]) -> list[str]:
+    """One document with a chunk per seed (its embedding that seed's vector), in one catalog transaction."""
+    chunks = seeded_chunks(path, seeds)
     index.catalog.replace_document(
         path=path,
         abs_path=f"/docs/{path}",

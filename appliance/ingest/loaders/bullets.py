@@ -13,10 +13,10 @@ from dataclasses import replace
 from appliance.ingest.ocr import OcrLine
 
 from .page_pixels import PagePixels, components
+from .pdf_text import LIST_ITEM
 
 BULLET = "•"
-# Marks the recogniser itself reads at a line's start: its dot-like ones are written as the one bullet.
-_READ_MARKS = ("•", "●", "·", "▪", "■", "-", "–", "*")
+# Dot-like marks the recogniser itself reads at a line's start are written as the one bullet.
 _DOT_LIKE = ("●", "·", "▪", "■")
 # Where the blob may sit: from this many line heights left of the box to this many inside it.
 _REACH, _INSIDE = 2.5, 1.0
@@ -46,8 +46,8 @@ def with_bullets(page: PagePixels, lines: list[OcrLine]) -> list[OcrLine]:
 
 def _bullet_at(page: PagePixels, line: OcrLine, lines: list[OcrLine]) -> float | None:
     """The left edge of the bullet before the line, or None when there is none."""
-    if line.text.startswith(_READ_MARKS):
-        return None  # OCR read its marker
+    if LIST_ITEM.match(line.text):
+        return None  # OCR read its marker (a bullet, a dash, a step number), as the PDF text reader knows them
     height = line.height
     left = max(0, int(line.left - _REACH * height))
     right = min(page.width, int(line.left + _INSIDE * height), int(line.right))

@@ -16,10 +16,9 @@ def collapse_whitespace(text: str) -> str:
     return " ".join(text.split())
 
 
-# A line that ends in a hyphen straight after a letter or digit: a word or a tag broken at the line end.
+# A line that ends in a hyphen straight after a letter or digit: a word or a tag broken at the line end;
+# the word's letters before the hyphen (and what precedes them in the token), the next line's first letters.
 _BROKEN_AT_HYPHEN = re.compile(r"[^\W_]-$")
-
-
 _LAST_WORD = re.compile(r"(\S*?)([^\W\d_]+)-$")
 _FIRST_LETTERS = re.compile(r"[^\W\d_]+")
 

@@ -107,14 +107,14 @@ class PageReader:
         return blocks_of(result, tables), result
 
 
-def blocks_of(page: OcrPage, tables: list[PageTable] | None = None) -> list[OcrBlock]:
+def blocks_of(page: OcrPage, tables: list[PageTable]) -> list[OcrBlock]:
     """The page's blocks (as for a text layer), each ruled table in place of the lines that held its
     words, each block with the mean confidence of the lines it holds."""
     overall = page.confidence
     if overall is None:
         return []
     result = []
-    for block in blocks_with_tables(layout_text(page.lines), tables or [], layout=True):
+    for block in blocks_with_tables(layout_text(page.lines), tables, layout=True):
         held = collapse_whitespace(block.text)
         inside = [line for line in page.lines if collapse_whitespace(line.text) in held]
         result.append(OcrBlock(block, round(_mean(inside) if inside else overall, 4)))

@@ -29,7 +29,7 @@ from .common import collapse_whitespace, continued, pipe_table
 _LIGATURES = str.maketrans({"ﬀ": "ff", "ﬁ": "fi", "ﬂ": "fl", "ﬃ": "ffi", "ﬄ": "ffl", "ﬅ": "st", "ﬆ": "st"})
 # Control characters other than tab and newline, and the soft hyphen: never meaningful text.
 _JUNK = re.compile("[\x00-\x08\x0b-\x1f\x7f\u00ad]")
-_LIST_ITEM = re.compile(r"^(?:[•◦▪▫●○■□‣⁃∙·\-–—*]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])\s")
+LIST_ITEM = re.compile(r"^(?:[•◦▪▫●○■□‣⁃∙·\-–—*]|\(?\d{1,3}[.)]|\(?[a-zA-Z][.)])\s")
 _PAGE_NUMBER = re.compile(r"^[\s\-–—]*(?:page\s+)?\d{1,4}(?:\s*(?:of|/)\s*\d{1,4})?[\s\-–—]*$", re.IGNORECASE)
 _NUMBERED = re.compile(r"^(\d{1,2}(?:\.\d{1,2}){0,4})\.?\s+(\S)")
 _HEADING_NUMBER = re.compile(r"^\d{1,2}\.(?:\d{1,2}(?:\.\d{1,2}){0,3}\.?)?\s+[A-Z]")  # 2. / 4.1 / 4.1.
@@ -59,7 +59,7 @@ class _Line:
 
     @property
     def is_item(self) -> bool:
-        return bool(_LIST_ITEM.match(self.text))
+        return bool(LIST_ITEM.match(self.text))
 
     @property
     def is_columnar(self) -> bool:
