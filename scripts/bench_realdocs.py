@@ -14,7 +14,7 @@ The set is ingested into a temporary APPLIANCE_HOME with appliance.ingest.pipeli
                 neighbouring chunks counted once) that match a labelled furniture pattern whole, per 100
                 pages; also without the bare page-number patterns.
   steps         labelled numbered steps found as numbered step items by appliance.text.layout in the
-                document's sections (appliance.answer.sections), against found as any item.
+                document's sections (appliance.answer.quoted.sections), against found as any item.
   control       labelled document-control fields (number, title, revision, effective and review date)
                 whose value appears among what the catalog stores for the document.
   questions     procedure step recall / complete / right document cited of the quoted answer, matched as
@@ -43,7 +43,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.answerer import Answerer
-from appliance.answer.sections import SEPARATOR, document_sections
+from appliance.answer.quoted.sections import SEPARATOR, document_sections
 from appliance.config import load_settings
 from appliance.index.records import ChunkRow
 from appliance.ingest.pipeline import ingest

@@ -196,9 +196,11 @@ def measure(
 def reading_accuracy(questions: Sequence[dict[str, Any]], reading: tuple[LogisticRegression, LogisticRegression]):
     answerable = [q for q in questions if q["answerable"] and q["kind"]]
     fitted = [read(reading, q) for q in answerable]
-    procedure_right = sum((p >= 0.5) == (q["kind"] == "procedure") for q, (p, _) in zip(answerable, fitted))
+    procedure_right = sum(
+        (p >= 0.5) == (q["kind"] == "procedure") for q, (p, _) in zip(answerable, fitted, strict=True)
+    )
     grammar_right = sum((q["regex_kind"] == "procedure") == (q["kind"] == "procedure") for q in answerable)
-    scoped = [(q, w) for q, (_, w) in zip(answerable, fitted) if q["kind"] == "procedure" and q["scope"]]
+    scoped = [(q, w) for q, (_, w) in zip(answerable, fitted, strict=True) if q["kind"] == "procedure" and q["scope"]]
     whole_right = sum((w >= 0.5) == (q["scope"] == "whole") for q, w in scoped)
     return {
         "procedure_or_not_fitted": round(procedure_right / max(len(answerable), 1), 3),
@@ -280,6 +282,10 @@ def main() -> int:
     if args.write:
         write_models(reading, ranker, best, len(train))
     return 0
+
+
+def _logistic_json(model: LogisticRegression) -> dict[str, Any]:
+    return {"coef": [round(float(v), 6) for v in model.coef_[0]], "intercept": float(model.intercept_[0])}
 
 
 def write_models(reading: tuple[LogisticRegression, LogisticRegression], ranker: Ranker, best: Any, n: int) -> None:
