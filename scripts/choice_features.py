@@ -30,13 +30,13 @@ import numpy as np
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.quoted.candidates import gather_candidates
-from appliance.answer.quoted.choice import choose_section
 from appliance.answer.quoted.features import BASE_FEATURES, base_features
 from appliance.answer.quoted.label_vectors import LabelVectors
 from appliance.ingest.pipeline import ingest
 from appliance.retrieve.search import Searcher
 from appliance.text.questions import question_kind
 from scripts.bench_sop import KEYPHRASE_SETS, QA, REPO, RUNBOOKS, flat, settings_for
+from scripts.lib.rule_choice import choose_section
 
 SETS = ("train", "procedures", "heldout", "sampled", "tune", "demo")
 GROUP_OF_FOLDER = {
@@ -127,6 +127,7 @@ def dump_question(
         section = candidate.section
         text = flat(section_text(section))
         held = [p in text for p in phrases]
+        inside = [vectors[c.chunk_id] for c in section.chunks if c.chunk_id in vectors]
         rows_out.append(
             {
                 "path": section.path,
@@ -136,6 +137,9 @@ def dump_question(
                 "in_order": _in_order(text, phrases),
                 "gold": section.path == item["gold_file"] and section.heading == item.get("gold_section"),
                 "gold_document": section.path == item["gold_file"],
+                # the best cosine of a chunk inside, not standardized: the "none answers" model reads levels
+                "raw_cos": float(max(np.stack(inside) @ q)) if inside else 0.0,
+                "lex_body": float(features[len(rows_out), BASE_FEATURES.index("lex_body")]),
             }
         )
     return {
