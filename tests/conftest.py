@@ -43,8 +43,8 @@ LONGEST_FIRST = (
 
 # `make test-fast` (`-m "not slow"`) leaves out the tests marked slow: these modules whole, and single tests
 # marked where they are. They drive a browser, build a bundle and install it offline, start servers and
-# subprocesses or kill them, generate with an LLM, or run OCR; what is left is the quick loop for someone
-# changing one module (its time on this machine is in the README).
+# subprocesses or kill them, generate with an LLM, run OCR, export the embedder to ONNX or fuzz the API;
+# what is left is the quick loop for someone changing one module (its time on this machine is in the README).
 SLOW_MODULES = (
     *SHARED_BUNDLE_MODULES,
     *(module for module in LONGEST_FIRST if module.endswith(".py")),
@@ -61,6 +61,8 @@ SLOW_MODULES = (
     "test_ocr.py",
     "test_scanned_tables.py",
     "test_docs_commands.py",
+    "test_embedder_backends.py",
+    "test_api_fuzz.py",
 )
 
 

@@ -83,7 +83,8 @@ def update_index(
     complete: bool = True,
 ) -> IngestReport:
     """The reindex loop: bring `index` up to date with what `sources` hold now (new, changed and gone
-    documents), repairing an earlier interrupted write first. `complete`: these are all the index's
+    documents), first repairing what an interrupted run or a wiped vector store left (Index.needs_reconcile).
+    `complete`: these are all the index's
     sources, so the stored chunks are all made with this run's pipeline signature. The caller holds the
     writer lock."""
     started = time.monotonic()
