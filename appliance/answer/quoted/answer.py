@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from appliance.answer.generated.abstention import other_subject_reason, stated_values
 from appliance.answer.evidence_sentences import lexical_scores
+from appliance.answer.generated.abstention import other_subject_reason, stated_values
 from appliance.answer.quoted.choice import Choice, Scored
 from appliance.answer.quoted.sections import Item, Section, document_sections, is_within
 from appliance.index.records import ChunkRow
