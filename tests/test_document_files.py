@@ -366,6 +366,16 @@ def test_search_prints_the_file_and_page_to_open_on_the_host(
     assert f"open: {site['plant'] / PDF} (page " in result.output
 
 
+def test_a_file_below_the_working_directory_is_named_from_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from appliance.documents.original import open_hint
+
+    monkeypatch.chdir(tmp_path)
+    assert open_hint(str(tmp_path.resolve() / "docs" / "SOP-1.pdf"), 3) == "open: docs/SOP-1.pdf (page 3)"
+    assert open_hint("/srv/sops/SOP-2.md", None) == "open: /srv/sops/SOP-2.md"
+
+
 def test_html_nested_past_the_parsers_limit_is_still_shown_and_its_scripts_are_not() -> None:
     from appliance.documents.highlight import highlight
     from appliance.documents.render_html import render_html
