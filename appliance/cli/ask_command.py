@@ -92,6 +92,14 @@ def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -
         click.echo(click.style(did_you_mean_line(result.did_you_mean), fg="cyan"))
     if result.refused:
         click.echo(click.style(f"Not answered: {result.refusal_reason}", fg="yellow"))
+    elif result.steps and result.confidence == "close" and result.alternatives:
+        rival = result.alternatives[0]
+        name = rival.section.split(" › ")[-1] if rival.section else rival.title
+        click.echo(
+            click.style(f"Close call: also matches {name} ({rival.path}). Check which one you need.", fg="yellow")
+        )
+    elif result.steps and result.confidence == "uncertain":
+        click.echo(click.style("Best match only, a weak one: check the section's heading before acting.", fg="yellow"))
     elif result.steps:
         click.echo(click.style("Shown as the document writes it: read the cited section before acting.", fg="green"))
     elif result.grounded:

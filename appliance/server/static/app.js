@@ -43,6 +43,7 @@
     alternatives: $("alternatives"),
     alternativesList: $("alternatives-list"),
     badge: $("badge"),
+    alsoMatches: $("also-matches"),
     unsupported: $("unsupported"),
     unsupportedList: $("unsupported-list"),
     removed: $("removed"),
@@ -188,6 +189,8 @@
     ui.stepsKind.textContent = "";
     show(ui.alternatives, false);
     clear(ui.alternativesList);
+    show(ui.alsoMatches, false);
+    clear(ui.alsoMatches);
     show(ui.cited, false);
     clear(ui.citedList);
     show(ui.timings, false);
@@ -731,6 +734,21 @@
     show(ui.steps, list.length > 0);
   }
 
+  // A close call is said on the first screen, above the steps: the other section nearly as likely, to open.
+  function renderAlsoMatches(result) {
+    clear(ui.alsoMatches);
+    const rival = Array.isArray(result.alternatives) ? result.alternatives[0] : null;
+    if (result.confidence !== "close" || !rival || typeof rival !== "object") {
+      show(ui.alsoMatches, false);
+      return;
+    }
+    const name = String(rival.section || rival.title || rival.path || "").split(" › ").pop();
+    ui.alsoMatches.appendChild(el("span", null, "Also matches: " + name + " (" + String(rival.path || "") + ")"));
+    const opener = openButton(rival, rival.chunk_id, "Open");
+    if (opener) ui.alsoMatches.appendChild(opener);
+    show(ui.alsoMatches, true);
+  }
+
   function renderAlternatives(alternatives) {
     clear(ui.alternativesList);
     const list = Array.isArray(alternatives) ? alternatives : [];
@@ -764,6 +782,7 @@
     } else if (Array.isArray(result.steps) && result.steps.length) {
       clear(ui.answer);
       renderSteps(result.answer_kind, result.steps);
+      renderAlsoMatches(result);
       renderAlternatives(result.alternatives);
       renderBadge(result);
     } else {
@@ -851,7 +870,14 @@
     const invented = Array.isArray(result.invented) ? result.invented : [];
     const contradicting = Array.isArray(result.contradicting) ? result.contradicting : [];
     const quoted = Array.isArray(result.steps) && result.steps.length > 0;
-    if (quoted) {
+    if (quoted && result.confidence === "close") {
+      // Never a ✓ on a close call: the text is the document's, but which section answers is a guess.
+      kind = "warn";
+      text = "◐ Close call: another section matches almost as well (named above). Check this is the procedure you need before acting.";
+    } else if (quoted && result.confidence === "uncertain") {
+      kind = "warn";
+      text = "◐ Best match only: shown as the document writes it, but the match is weak. Check the section's heading before acting.";
+    } else if (quoted) {
       kind = "ok";
       text = "✓ Shown as the document writes it, each part cited. Read the cited section before acting.";
     } else if (result.grounded) {
