@@ -222,7 +222,8 @@ def register(cli: click.Group) -> None:
         By default (answer.mode = quoted) the answer is the documents' own text: for "how do I…" the whole
         procedure section the question lands in, steps in order with their warnings and hold points; for a
         value or a fact the lines that state it; each item cited to its section and page, with the file to
-        open on this host, and every part of a long procedure left out said. No model writes it.
+        open on this host, and every part of a long procedure left out said. No model writes it. Tables
+        are printed with their columns aligned within the terminal's width ($COLUMNS when not a terminal).
 
         With answer.mode = generated the local model writes a short answer from the retrieved passages;
         every sentence is checked against the sources it cites (and cited to the one that holds it), and

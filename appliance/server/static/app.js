@@ -14,7 +14,6 @@
   const THREAD_TURNS = 10; // turns kept in the tab
   const HISTORY_TURNS = 3; // earlier turns sent with a question
   const REFUSAL = "The documents do not cover this.";
-  const Tables = window.ApplianceTables; // tables.js: pipe tables as real tables
 
   const $ = (id) => document.getElementById(id);
   const ui = {
@@ -301,6 +300,9 @@
   }
 
   // ---- evidence -----------------------------------------------------------------------------
+
+  const Tables = window.ApplianceTables; // tables.js (loaded first): pipe tables as real tables
+
 
   /* Passage text with its matching sentences in <mark>, its tables as tables (a matching row marked).
    * The server's offsets count code points (Python); JS strings count UTF-16 units, so slice an array
