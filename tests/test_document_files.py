@@ -322,10 +322,16 @@ def test_a_pdf_view_is_its_pages_opened_at_the_cited_one(site: dict[str, Any]) -
     assert "Permissives" in _text(holding[0])
 
 
-def test_a_docx_view_is_its_text_with_headings(site: dict[str, Any]) -> None:
+def test_a_docx_view_is_its_text_with_headings_and_tables(site: dict[str, Any]) -> None:
     data = _view(site, DOCX, {}).json()
     tags = [node["t"] for node in _nodes(data["body"])]
     assert "h1" in tags and tags.count("h2") >= 3 and "p" in tags
+    tables = [node for node in _nodes(data["body"]) if node["t"] == "table"]
+    assert len(tables) == 4  # the SOP's tables, as tables: their header row in thead, as th
+    heads = [[_text(th) for th in row["c"]] for table in tables for row in table["c"][0]["c"]]
+    assert all(table["c"][0]["t"] == "thead" for table in tables)
+    assert ["Item", "Description", "Where kept"] in heads
+    assert "|" not in "".join(_text(table) for table in tables)  # no pipe-table text left
 
 
 def test_an_html_view_keeps_the_words_and_nothing_that_could_run_or_reach_out(site: dict[str, Any]) -> None:
