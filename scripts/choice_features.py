@@ -179,13 +179,17 @@ def main() -> int:
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--out", type=Path, default=REPO / ".appliance" / "choice_features.pkl")
     parser.add_argument("--corpora", default="demo,runbooks", help="Only the questions over these indexes.")
+    parser.add_argument("--reuse", action="store_true", help="Keep the questions --out already holds; dump the rest.")
     args = parser.parse_args()
     searchers: dict[str, tuple[Searcher, LabelVectors]] = {}
     dumped: list[dict[str, Any]] = []
+    if args.reuse and args.out.exists():
+        dumped = pickle.loads(args.out.read_bytes())["questions"]
+    done = {(q["set"], q["id"]) for q in dumped}
     for name in args.sets.split(","):
         for item in load_set(name):
             corpus = corpus_of(item)
-            if corpus not in args.corpora.split(","):
+            if corpus not in args.corpora.split(",") or (name, item["id"]) in done:
                 continue
             if corpus not in searchers:
                 settings = settings_for(corpus, args.home, args.models_dir)

@@ -28,6 +28,7 @@ from appliance.answer.quoted.choice import Choice, Ranked, overlaps
 from appliance.answer.quoted.sections import Item, Section, document_sections, is_within
 from appliance.index.records import ChunkRow
 from appliance.text.identifiers import identifier_in, is_strong_identifier
+from appliance.text.pipe_tables import is_rule
 from appliance.text.quantities import unit_of
 from appliance.text.questions import QuestionKind, asked_quantity, counted_noun, counts
 from appliance.text.sentences import split_sentences
@@ -199,7 +200,7 @@ class _Line:
     kind: str
     chunk: ChunkRow
     section: Section
-    position: int  # order within its section's items, then within the item
+    position: tuple[int, int]  # its item's place in the section, then its place inside the item (a table's row)
 
 
 def _excerpt(
@@ -307,14 +308,16 @@ def _lines(section: Section) -> list[_Line]:
             continue
         if item.kind == "table":
             rows = item.text.split("\n")
-            header = rows[:2] if len(rows) > 2 and set(rows[1].replace("|", "").strip()) <= set("-: ") else rows[:1]
-            for row in rows[len(header) :]:
-                lines.append(_Line("\n".join([*header, row]), "table", item.chunk, section, position))
+            # The header is the rows above the rule; a table without a rule (a chunk that starts inside it) has none.
+            header = rows[:2] if len(rows) > 2 and is_rule(rows[1]) else []
+            for number, row in enumerate(rows[len(header) :]):
+                lines.append(_Line("\n".join([*header, row]), "table", item.chunk, section, (position, number)))
         elif item.kind in ("text", "note") and len(item.text.split()) > 40:
-            for segment in split_sentences(item.text):
-                lines.append(_Line(item.text[segment.start : segment.end], item.kind, item.chunk, section, position))
+            for number, segment in enumerate(split_sentences(item.text)):
+                text = item.text[segment.start : segment.end]
+                lines.append(_Line(text, item.kind, item.chunk, section, (position, number)))
         else:
-            lines.append(_Line(item.text, item.kind, item.chunk, section, position))
+            lines.append(_Line(item.text, item.kind, item.chunk, section, (position, 0)))
     return lines
 
 
