@@ -49,8 +49,8 @@ EMBEDDER = "all-MiniLM-L6-v2"
 FITTED = REPO / "appliance" / "answer" / "fitted"
 SHORTEST_WITHIN = 1.1  # targets: the shortest candidates holding the most phrases, up to this many times longer
 COMPLETE = 0.9
-RANKER_L2 = (30.0, 100.0, 300.0, 1000.0)
-READING_C = (0.3, 1.0)
+RANKER_L2 = (3.0, 10.0, 30.0)
+READING_C = (0.3,)
 
 
 # --- the question's reading --------------------------------------------------------------------------------
@@ -186,15 +186,32 @@ def fit_ranker(questions: Sequence[dict[str, Any]], reading: Reading, l2: float)
 # --- measuring -----------------------------------------------------------------------------------------------
 
 
+RIGHT_WITHIN = 1.5  # a choice is right when it holds what the best does and is at most this much longer
+
+
 def outcome(question: dict[str, Any], index: int | None) -> dict[str, Any]:
+    """What showing candidate `index` gives: its recall of the gold phrases, complete, the right document, the
+    gold section itself, and `right`: as complete as the best candidate without being much longer (a whole
+    document holding the asked part has the part's recall, but it is not the answer: the words ratio says so)."""
     if index is None:
-        return {"recall": 0.0, "complete": False, "document": False, "exact": False}
+        return {
+            "recall": 0.0,
+            "complete": False,
+            "document": False,
+            "exact": False,
+            "right": False,
+            "words_ratio": None,
+        }
     c = question["candidates"][index]
+    best = max(x["recall"] for x in question["candidates"])
+    shortest = min((x["words"] for x in question["candidates"] if x["recall"] >= best - 1e-9), default=c["words"])
     return {
         "recall": c["recall"],
         "complete": c["recall"] >= COMPLETE and c["in_order"],
         "document": c["gold_document"],
         "exact": c["gold"],
+        "right": best > 0 and c["recall"] >= best - 1e-9 and c["words"] <= RIGHT_WITHIN * max(shortest, 1),
+        "words_ratio": c["words"] / max(shortest, 1),
         "section": f"{c['path']} § {c['heading']}",
     }
 
@@ -223,6 +240,8 @@ def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
         "complete": round(sum(r["complete"] for r in rows) / n, 3),
         "right_document": round(sum(r["document"] for r in rows) / n, 3),
         "exact_section": round(sum(r["exact"] for r in rows) / n, 3),
+        "right": round(sum(r["right"] for r in rows) / n, 3),
+        "words_ratio_median": round(float(np.median([r["words_ratio"] for r in rows if r["words_ratio"]] or [0])), 2),
     }
 
 
@@ -326,8 +345,17 @@ def main() -> int:
             folds = leave_one_corpus_out(train, l2, c)
             grid[(l2, c)] = folds
             pooled = folds["all (pooled)"]["fitted"]
-            print(f"l2 {l2} C {c}: LOCO recall {pooled['recall']} complete {pooled['complete']}", file=sys.stderr)
-    best = max(grid, key=lambda key: grid[key]["all (pooled)"]["fitted"]["recall"])
+            print(
+                f"l2 {l2} C {c}: LOCO right {pooled['right']} recall {pooled['recall']} complete {pooled['complete']}",
+                file=sys.stderr,
+            )
+    # Out of fold, the most complete answers plus the most right ones, weighed alike: complete alone rewards a
+    # whole document that holds the part asked (more words, other procedures), right alone a part too small to
+    # hold the job.
+    best = max(
+        grid,
+        key=lambda key: grid[key]["all (pooled)"]["fitted"]["complete"] + grid[key]["all (pooled)"]["fitted"]["right"],
+    )
     report["chosen"] = {"ranker_l2": best[0], "reading_c": best[1]}
     report["leave_one_corpus_out"] = grid[best]
 

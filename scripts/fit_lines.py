@@ -141,7 +141,7 @@ def shown(q: dict[str, Any], ranker: Ranker, ratio: float, budget: int) -> tuple
     """Whether the lines shown hold every phrase, and how many words they are."""
     if not q["lines"]:
         return False, 0
-    lines = [Line(x["text"], "text", None, i, "") for i, x in enumerate(q["lines"])]  # type: ignore[arg-type]
+    lines = [Line(x["text"], "text", None, i, None) for i, x in enumerate(q["lines"])]  # type: ignore[arg-type]
     picked = pick_lines(lines, ranker.probabilities(q["features"]), budget, ratio)
     held = [any(q["lines"][line.item]["holds"][j] for line in picked) for j in range(len(q["phrases"]))]
     return all(held), sum(len(line.text.split()) for line in picked)

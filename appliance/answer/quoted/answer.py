@@ -1,14 +1,15 @@
 """The SOP speaks: an answer made of the document's own text, item by item, each item cited.
 
-The model does not write the procedure. Retrieval finds chunks; `section_choice` picks the section they
-belong to; what is shown depends on what the question asks (text/questions.py):
+The model does not write the procedure. Retrieval finds chunks; `choice.py` picks the section that answers;
+what is shown depends on how the question is read (question.py):
 
 - a procedure (how do I…, what do I do when…): the whole section, in document order: its headings,
   numbered steps and sub-steps, warnings, hold points, tables and commands, verbatim. A section longer
   than `max_words` is trimmed to the parts the question matched, and every part left out is said
   ("6.1 Prepare: steps 1–3 not shown: open the document"), never dropped silently;
-- a value or a fact: the lines that state it (a table row comes with its header row), with their
-  section's heading, at most `excerpt_words` words.
+- a value, a fact or a why: the lines that state it (lines.py: the fitted line ranker over the lines of the
+  likeliest sections; a table row comes with its header row), with their section's heading, at most
+  `excerpt_words` words.
 
 Nothing here rewrites a word: each step's `text` is a slice of the indexed chunk it cites.
 """
@@ -21,22 +22,19 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from appliance.answer.evidence_sentences import lexical_scores
 from appliance.answer.generated.abstention import other_subject_reason, stated_values
 from appliance.answer.question import Question
 from appliance.answer.quoted.choice import Choice, Ranked, overlaps
-from appliance.answer.quoted.sections import Item, Section, document_sections, is_within
+from appliance.answer.quoted.lines import default_line_ranker, line_features, pick_lines, section_lines
+from appliance.answer.quoted.sections import Item, Section
 from appliance.index.records import ChunkRow
 from appliance.text.identifiers import identifier_in, is_strong_identifier
-from appliance.text.pipe_tables import is_rule
 from appliance.text.quantities import unit_of
 from appliance.text.questions import QuestionKind, asked_quantity, counted_noun, counts
-from appliance.text.sentences import split_sentences
 from appliance.text.terms import extract_terms
 from appliance.text.wording import is_noise_token
 
-EXCERPT_LINES = 3  # most lines a value or fact answer shows
-LINE_FLOOR = 0.6  # a further line is shown when it scores at least this share of the best line
+EXCERPT_SECTIONS = 3  # the likeliest sections whose lines may answer a value or a fact
 _STEP_NUMBER = re.compile(r"\s*(\d{1,3}(?:\.\d{1,3})*|[A-Za-z])[.)]")
 EmbedTexts = Callable[[Sequence[str]], np.ndarray]
 
@@ -102,9 +100,7 @@ def quote_answer(
         steps = _trimmed(choice.section, matched, max_words, 1)
         quoted = Quoted("procedure", [choice.section], steps)
     else:
-        quoted = _excerpt(
-            question.searched, question.kind, choice, hits, chunks_of, embed_texts, question.vector, excerpt_words
-        )
+        quoted = _excerpt(question, choice, hits, embed_texts, excerpt_words)
     quoted.choice = choice
     # The likeliest sections outside what is shown, the close call (if any) first: the page names them.
     others = [a for a in choice.alternatives(6) if not any(overlaps(a.section, s) for s in quoted.sections)]
@@ -194,71 +190,36 @@ def _omitted(run: Sequence[Item], n: int) -> Step:
 # --- a value or a fact: the lines that state it ----------------------------------------------------
 
 
-@dataclass(frozen=True)
-class _Line:
-    text: str
-    kind: str
-    chunk: ChunkRow
-    section: Section
-    position: tuple[int, int]  # its item's place in the section, then its place inside the item (a table's row)
-
-
 def _excerpt(
-    question: str,
-    kind: QuestionKind,
+    question: Question,
     choice: Choice,
     hits: Sequence[tuple[ChunkRow, float]],
-    chunks_of: Callable[[Sequence[str]], Mapping[str, Sequence[ChunkRow]]],
     embed_texts: EmbedTexts,
-    question_vector: np.ndarray,
     excerpt_words: int,
 ) -> Quoted:
-    """The best lines of the chosen section and of the best hits' sections, each with its section heading."""
-    sections = _excerpt_sections(choice.section, hits, chunks_of)
-    lines = [line for section in sections for line in _lines(section)]
+    """The lines that answer a value, fact or why question (lines.py: the fitted line ranker over the lines of
+    the likeliest sections), in document order under their section headings."""
+    ranked = [choice.chosen, *choice.alternatives(EXCERPT_SECTIONS - 1)]
+    sections = [r.section for r in ranked]
+    lines = [line for section in sections for line in section_lines(section)]
     if not lines:
         return Quoted("excerpt", [choice.section], _trimmed(choice.section, set(), excerpt_words))
-    hit_scores = {chunk.chunk_id: max(score, 0.0) for chunk, score in hits}
-    top_hit = max(hit_scores.values(), default=0.0) or 1.0
-    lexical = lexical_scores(question, [line.text for line in lines])
-    vectors = embed_texts([line.text for line in lines])
-    cosines = vectors @ question_vector
-    asks_value = kind == "value" and asked_quantity(question) is not None
-    scores = []
-    for line, lex, cos in zip(lines, lexical, cosines, strict=True):
-        score = 0.5 * lex + 0.5 * max(float(cos), 0.0) + 0.2 * hit_scores.get(line.chunk.chunk_id, 0.0) / top_hit
-        if asks_value and stated_values(line.text, question):
-            score += 0.3  # a line that states a value of the kind asked
-        scores.append(score)
-    order = sorted(range(len(lines)), key=lambda i: -scores[i])
-    chosen: list[int] = []
-    words = 0
-    for index in order[:EXCERPT_LINES]:
-        cost = len(lines[index].text.split())
-        if chosen and (scores[index] < LINE_FLOOR * scores[order[0]] or words + cost > excerpt_words):
-            continue
-        chosen.append(index)
-        words += cost
-    shown_sections: list[Section] = []
-    for index in sorted(chosen, key=lambda i: (sections.index(lines[i].section), lines[i].position)):
-        if lines[index].section not in shown_sections:
-            shown_sections.append(lines[index].section)
+    region = {
+        (r.section.path, r.section.heading): sum(o.probability for o in choice.ranked if overlaps(o.section, r.section))
+        for r in ranked
+    }
+    hit_ranks = {chunk.chunk_id: rank for rank, (chunk, _) in enumerate(hits, start=1)}
+    features = line_features(question.searched, question.vector, lines, region, choice.section, hit_ranks, embed_texts)
+    model = default_line_ranker()
+    picked = pick_lines(lines, model.probabilities(features), excerpt_words, model.next_ratio)
+    shown = [s for s in sections if any(line.section is s for line in picked)]
     steps: list[Step] = []
-    matched = set(hit_scores)
-    for n, section in enumerate(shown_sections, start=1):
-        picked = sorted((lines[i] for i in chosen if lines[i].section is section), key=lambda line: line.position)
+    for n, section in enumerate(shown, start=1):
+        own = sorted((line for line in picked if line.section is section), key=lambda line: (line.item, line.part))
         steps.append(
-            Step(
-                section.name,
-                "heading",
-                n,
-                section.path,
-                section.heading,
-                picked[0].chunk.page,
-                picked[0].chunk.chunk_id,
-            )
+            Step(section.name, "heading", n, section.path, section.heading, own[0].chunk.page, own[0].chunk.chunk_id)
         )
-        for line in picked:
+        for line in own:
             chunk = line.chunk
             steps.append(
                 Step(
@@ -269,56 +230,10 @@ def _excerpt(
                     chunk.section,
                     chunk.page,
                     chunk.chunk_id,
-                    matched=chunk.chunk_id in matched,
+                    matched=chunk.chunk_id in hit_ranks,
                 )
             )
-    return Quoted("excerpt", shown_sections, steps)
-
-
-def _excerpt_sections(
-    chosen: Section,
-    hits: Sequence[tuple[ChunkRow, float]],
-    chunks_of: Callable[[Sequence[str]], Mapping[str, Sequence[ChunkRow]]],
-) -> list[Section]:
-    """The chosen section, then the own sections of the three best hits outside it."""
-    outside = [
-        chunk for chunk, _ in hits if not (chunk.path == chosen.path and is_within(chunk.section, chosen.heading))
-    ][:3]
-    by_document = chunks_of(sorted({chunk.path for chunk in outside}))
-    sections = [chosen]
-    for chunk in outside:
-        section = document_sections(by_document.get(chunk.path, ())).get(chunk.section)
-        if section is not None and all((s.path, s.heading) != (section.path, section.heading) for s in sections):
-            own = Section(
-                section.path,
-                section.title,
-                section.heading,
-                tuple(c for c in section.chunks if c.section == chunk.section),
-            )
-            sections.append(own)
-    return sections
-
-
-def _lines(section: Section) -> list[_Line]:
-    """A section's lines: each table row with the table's header rows, each list item, each sentence of a
-    paragraph, each code block whole; headings are not lines."""
-    lines: list[_Line] = []
-    for position, item in enumerate(section.items):
-        if item.kind == "heading":
-            continue
-        if item.kind == "table":
-            rows = item.text.split("\n")
-            # The header is the rows above the rule; a table without a rule (a chunk that starts inside it) has none.
-            header = rows[:2] if len(rows) > 2 and is_rule(rows[1]) else []
-            for number, row in enumerate(rows[len(header) :]):
-                lines.append(_Line("\n".join([*header, row]), "table", item.chunk, section, (position, number)))
-        elif item.kind in ("text", "note") and len(item.text.split()) > 40:
-            for number, segment in enumerate(split_sentences(item.text)):
-                text = item.text[segment.start : segment.end]
-                lines.append(_Line(text, item.kind, item.chunk, section, (position, number)))
-        else:
-            lines.append(_Line(item.text, item.kind, item.chunk, section, (position, 0)))
-    return lines
+    return Quoted("excerpt", shown, steps)
 
 
 # --- when the documents do not answer after all ---------------------------------------------------

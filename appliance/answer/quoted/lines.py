@@ -26,6 +26,7 @@ from appliance.answer.generated.abstention import stated_values
 from appliance.answer.quoted.features import question_stems
 from appliance.answer.quoted.sections import Section
 from appliance.errors import ApplianceError
+from appliance.index.records import ChunkRow
 from appliance.text.pipe_tables import is_rule
 from appliance.text.sentences import split_sentences
 
@@ -53,30 +54,30 @@ class Line:
     kind: str
     section: Section
     item: int  # the position of its item in the section's items
-    chunk_id: str
+    chunk: ChunkRow  # the chunk it starts in: its citation
     part: int = 0  # its place inside the item: a table's row, a paragraph's sentence
 
 
 def section_lines(section: Section) -> list[Line]:
-    """A section's own lines (not its subsections'): table rows with their header rows, list items, the
+    """A section's lines, its subsections' included: table rows with their header rows, list items, the
     sentences of a long paragraph, code blocks whole; headings are not lines."""
     lines: list[Line] = []
     for position, item in enumerate(section.items):
         if item.kind == "heading":
             continue
-        chunk_id = item.chunk.chunk_id
+        chunk = item.chunk
         if item.kind == "table":
             rows = item.text.split("\n")
             # The header is the rows above the rule; a table without a rule (a chunk that starts inside it) has none.
             header = rows[:2] if len(rows) > 2 and is_rule(rows[1]) else []
             for number, row in enumerate(rows[len(header) :]):
-                lines.append(Line("\n".join([*header, row]), "table", section, position, chunk_id, number))
+                lines.append(Line("\n".join([*header, row]), "table", section, position, chunk, number))
         elif item.kind in ("text", "note") and len(item.text.split()) > LONG_PARAGRAPH_WORDS:
             for number, segment in enumerate(split_sentences(item.text)):
                 text = item.text[segment.start : segment.end]
-                lines.append(Line(text, "text", section, position, chunk_id, number))
+                lines.append(Line(text, "text", section, position, chunk, number))
         else:
-            lines.append(Line(item.text, item.kind, section, position, chunk_id))
+            lines.append(Line(item.text, item.kind, section, position, chunk))
     return lines
 
 
@@ -110,7 +111,7 @@ def line_features(
         key = (line.section.path, line.section.heading)
         first = key not in seen_sections
         seen_sections.add(key)
-        rank = hit_ranks.get(line.chunk_id)
+        rank = hit_ranks.get(line.chunk.chunk_id)
         features = {
             "cos_z": float((cos - cosines.mean()) / spread) if spread > 1e-6 else 0.0,
             "cos": float(cos),

@@ -1,0 +1,104 @@
+"""Today's section choice against another version's, side by side in one run, on the same questions, indexes
+and machine: scripts/bench_sop.py run twice, once on this checkout and once on a git ref checked out into a
+temporary worktree (by default the last commit before the fitted choice), each in its own process with this
+checkout's virtual environment; then every figure of both, and their ratios.
+
+Usage: python scripts/bench_choice.py [--baseline REF] [--sets procedures,heldout,sampled,demo] [--split all]
+       [--json scripts/results/bench_choice.json]
+Each version indexes the corpora under its own folder of --home (versions may chunk differently); a second run
+reuses them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+BASELINE = "4231392"  # main before issue 40: the rule-based chooser with its word lists
+FIGURES = (
+    "step_recall_mean",
+    "complete",
+    "gold_document_cited",
+    "every_keyphrase_shown",
+    "answerable_refused",
+    "unanswerable_declined",
+    "words_shown_median",
+    "first_content_ms_median",
+    "total_ms_median",
+)
+
+
+def run(tree: Path, args: argparse.Namespace, out: Path, home: Path) -> dict[str, Any]:
+    environ = {**os.environ, "PYTHONPATH": str(tree)}
+    command = [
+        sys.executable,
+        str(tree / "scripts" / "bench_sop.py"),
+        "--sets",
+        args.sets,
+        "--split",
+        args.split,
+        "--home",
+        str(home),
+        "--models-dir",
+        str(args.models_dir),
+        "--json",
+        str(out),
+    ]
+    subprocess.run(command, cwd=tree, env=environ, check=True, stdout=subprocess.DEVNULL)
+    return json.loads(out.read_text())
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str) and "(" in value:  # "62% (31 of 50)"
+        return float(value.split("%")[0]) / 100
+    return None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--baseline", default=BASELINE)
+    parser.add_argument("--sets", default="procedures,heldout,sampled,demo")
+    parser.add_argument("--split", default="all")
+    parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-choice")
+    parser.add_argument("--models-dir", type=Path, default=REPO / "models")
+    parser.add_argument("--json", type=Path, default=REPO / "scripts" / "results" / "bench_choice.json")
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory() as scratch:
+        baseline_tree = Path(scratch) / "baseline"
+        subprocess.run(["git", "worktree", "add", "--detach", str(baseline_tree), args.baseline], cwd=REPO, check=True)
+        try:
+            before = run(baseline_tree, args, Path(scratch) / "before.json", args.home / "before")
+            after = run(REPO, args, Path(scratch) / "after.json", args.home / "after")
+        finally:
+            subprocess.run(["git", "worktree", "remove", "--force", str(baseline_tree)], cwd=REPO, check=False)
+    table: dict[str, Any] = {}
+    for name in args.sets.split(","):
+        old = before.get(name, {}).get("quoted", {}).get("summary", {})
+        new = after.get(name, {}).get("quoted", {}).get("summary", {})
+        rows = {}
+        for figure in FIGURES:
+            if figure in old or figure in new:
+                a, b = _number(old.get(figure)), _number(new.get(figure))
+                ratio = round(b / a, 2) if a and b is not None else None
+                rows[figure] = {"before": old.get(figure), "after": new.get(figure), "ratio": ratio}
+        table[name] = rows
+        print(f"\n== {name}")
+        for figure, row in rows.items():
+            print(f"  {figure:28} {row['before']!s:>22} → {row['after']!s:>22}   ×{row['ratio']}")
+    args.json.write_text(
+        json.dumps({"baseline": args.baseline, "table": table, "before": before, "after": after}, indent=1)
+    )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
