@@ -15,6 +15,7 @@ from typing import Any, Literal
 from appliance.answer.generated.attribution import CorrectedCitation
 from appliance.answer.evidence_sentences import best_sentences
 from appliance.answer.followup import Standalone, Turn, standalone_question
+from appliance.answer.followup_model import SearchReader
 from appliance.answer.ocr_trust import lowest_confidence, ocr_note, untrusted_sources
 from appliance.answer.generated.prompt import REFUSAL, SYSTEM_PROMPT, Prompt, Source, build_prompt
 from appliance.answer.quoted.answer import Quoted, Step, quote_answer
@@ -211,12 +212,8 @@ class Answerer:
             generator=self.generator if method in ("model", "both") and history else None,
             system=SYSTEM_PROMPT,
             known=self.searcher.catalog.knows_word,
-            judge=self._judge,
+            reader=SearchReader(self.searcher),
         )
-
-    def _judge(self, text: str) -> tuple[bool, float]:
-        evidence = self.searcher.search(text, k=REFUSAL_CLOSEST).evidence
-        return evidence.sufficient, evidence.probability
 
     def events(
         self,

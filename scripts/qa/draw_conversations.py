@@ -8,7 +8,12 @@ Two writing methods, each starting from a seeded draw so that nobody picks the s
   alone, one for an elliptical follow-up. The packet shows both sections' text; the writer writes the
   operator's first question about A, then two last questions: one about B that makes sense without the
   conversation (label `standalone`, gold B), one about A that does not (label `elliptical`, gold A).
-  Two conversations per pair: [first → standalone] and [first → elliptical].
+  Two conversations per pair: [first → standalone] and [first → elliptical]. Then, for the same first
+  question, two about something the documents do not cover (every unknown name checked against the index:
+  no chunk holds it): one that stands alone ("how do I scale up the RabbitMQ cluster?"), one elliptical
+  ("and for the CockroachDB nodes?"); no gold. Written first for every third pair; after the first fit showed
+  the demo SOPs' fold short of such questions in plain English words (ozone, forklift, crane), for every
+  docs_corpus pair too (40 + 42 pairs).
 * `walks` (the reporting set, followups_walks.jsonl): a seeded draw of two or three documents of one group,
   shown as heading outlines only (no body text). The writer writes one conversation of four or five turns,
   as a shift goes, moving between the documents as he likes, and labels every turn after the first
