@@ -391,9 +391,11 @@ class AnswerSettings(Section):
 class FollowupSettings(Section):
     rewrite: Literal["none", "rule", "model", "both"] = Field(
         "rule",
-        description="How a follow-up becomes the standalone question that is searched: none (the last question "
-        "alone), rule (the earlier questions, then the last), model (the local model rewrites it), both (the "
-        "model's rewrite, the rule's text when the rewrite fails its checks). scripts/bench_mtrag.py measures them.",
+        description="How a follow-up that needs the conversation becomes the standalone question that is searched "
+        "(a question that makes sense alone is searched as asked, by a fitted decision): none (the last question "
+        "alone, always), rule (the earlier questions, then the last), model (the local model rewrites it), both "
+        "(the model's rewrite, the rule's text when the rewrite fails its checks). scripts/bench_mtrag.py "
+        "measures them.",
     )
     max_turns: int = Field(
         1, ge=1, le=10, description="Earlier questions (with their answers, for the model) a follow-up is read with."

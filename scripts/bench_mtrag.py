@@ -4,11 +4,13 @@ and the evidence decision's refusals per answerability label (library: scripts/l
 For each collection (ibmcloud, clapnq) of ../shared/data/mtrag-un/tasks.jsonl, the pool of that
 collection's gold passages is written to a temporary folder, indexed in a temporary APPLIANCE_HOME
 (nothing is copied into the project), and every task is searched with each method's query:
-none (last turn), concat (earlier user question → last, always), rule (concat when the evidence
-decision prefers it to the last turn alone: the default), rule2 (two earlier questions), model (the
-local generator rewrites the follow-up), both (the model's rewrite, the rule's text when the rewrite
-fails its checks). Model rewrites are cached outside the project (--rewrite-cache), so a rerun after a
-change to retrieval or the evidence decision costs no generation.
+none (last turn), concat (earlier user question → last, always), evidence (concat when the evidence
+decision prefers it to the last turn alone: the former rule), rule (concat when the fitted decision of
+answer/followup_model.py judges that the last turn needs the conversation: the default), rule2 (two
+earlier questions), model (the local generator rewrites the follow-ups the decision reads with the
+conversation), both (the model's rewrite, the rule's text when the rewrite fails its checks). Model
+rewrites are cached outside the project (--rewrite-cache), so a rerun after a change to retrieval or the
+evidence decision costs no generation.
 
 Settings: defaults and APPLIANCE_<SECTION>_<FIELD> variables as for the CLI (APPLIANCE_HOME is replaced
 by a temporary folder); the model store from APPLIANCE_MODELS_DIR.
@@ -34,6 +36,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.followup import REWRITE_MAX_TOKENS
+from appliance.answer.followup_model import SearchReader, fitted_model
 from appliance.answer.generated.prompt import SYSTEM_PROMPT
 from appliance.config import load_settings
 from appliance.ingest.pipeline import ingest
@@ -102,6 +105,8 @@ def run_collection(collection: str, args: argparse.Namespace, generator: Any) ->
             progress=_progress(f"{collection} rewrites") if generator is not None else None,
             known=searcher.index.catalog.knows_word,
             judge=lambda text: _judge(searcher, text),
+            reader=SearchReader(searcher),
+            decision=fitted_model(),
             model_limit=args.model_limit or None,
         )
         try:
@@ -139,6 +144,9 @@ def print_summary(collection: str, summary: dict[str, Any]) -> None:
             else ""
         )
         print(f"  {method:6s} recall {_pct(recall)}  hit {_pct(row[f'hit@{RECALL_K}'])}  (n={row['tasks']}){ratio}")
+    print("follow-ups searched with the conversation, per the annotators' Multi-Turn label:")
+    for method, row in summary["read_with_conversation"].items():
+        print(f"  {method:8s} " + "  ".join(f"{kind} {cell}" for kind, cell in row.items()))
     print("evidence decision: share refused, per human answerability label")
     header = "".join(f"{label[:12]:>16s}" for label in LABELS)
     for scope in ("first_turn", "all"):

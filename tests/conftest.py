@@ -63,6 +63,7 @@ SLOW_MODULES = (
     "test_docs_commands.py",
     "test_embedder_backends.py",
     "test_api_fuzz.py",
+    "test_followup_model.py",
 )
 
 

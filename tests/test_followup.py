@@ -1,8 +1,10 @@
 """Follow-up questions: a standalone question is searched and answered; earlier answers are never sources.
 
-The rule joins the earlier questions and the last one and leaves out turns that share no word with the
-documents; the model's rewrite shares the answer prompt's system message (its KV cache stays valid); "both"
-falls back to the rule when the rewrite answers instead of rewriting or drops the question's own words.
+A question the fitted decision reads as standalone is searched as asked by every method, and no model is
+asked to rewrite it (the decision itself: test_followup_model.py). The rule joins the earlier questions and
+the last one and leaves out turns that share no word with the documents; the model's rewrite shares the
+answer prompt's system message (its KV cache stays valid); "both" falls back to the rule when the rewrite
+answers instead of rewriting or drops the question's own words.
 Over HTTP: `/v1/ask` takes `history`, `/v1/chat/completions` reads the whole message list, the result
 says what was searched, and the audit keeps one record with the operator's own question.
 """
@@ -17,11 +19,13 @@ import pytest
 from appliance.answer.followup import (
     ANSWER_PREVIEW_CHARS,
     RULE_SEPARATOR,
+    RewriteMethod,
     Turn,
     acceptable_rewrite,
     clean_model_rewrite,
     standalone_question,
 )
+from appliance.answer.followup_model import FollowupModel, Reading
 from appliance.answer.generated.prompt import SYSTEM_PROMPT
 from appliance.config import FollowupSettings, Settings
 from appliance.models.generation import ChatMessage
@@ -78,29 +82,52 @@ def test_the_rule_keeps_only_the_latest_turns_that_share_words_with_the_document
     assert one.question == FIRST + RULE_SEPARATOR + "and after that?"
 
 
-def _judge(scores: dict[str, tuple[bool, float]]) -> Any:
-    return lambda text: scores[text]
-
-
 JOINED = FIRST + RULE_SEPARATOR + FOLLOW
 
 
-@pytest.mark.parametrize(
-    ("alone", "joined", "searched"),
-    [
-        ((False, 0.20), (True, 0.80), JOINED),  # "after that" means nothing alone
-        ((True, 0.90), (True, 0.60), FOLLOW),  # it stands on its own: a new topic in the same conversation
-        ((True, 0.70), (False, 0.30), FOLLOW),  # the earlier question only muddles it
-        ((True, 0.60), (True, 0.61), JOINED),  # both readings supported: the better one
-        ((False, 0.40), (False, 0.00), JOINED),  # neither: keep the conversation's subject (and its unknown name)
-    ],
-)
-def test_the_rule_searches_the_reading_the_documents_support_better(
-    alone: tuple[bool, float], joined: tuple[bool, float], searched: str
-) -> None:
-    judge = _judge({FOLLOW: alone, JOINED: joined})
-    standalone = standalone_question(FOLLOW, HISTORY, method="rule", max_turns=1, known=known, judge=judge)
-    assert standalone.question == searched
+class FixedReader:
+    """A Reader whose every reading is the same (the decision under test is a fixed model) and that keeps
+    the texts it was asked to read."""
+
+    def __init__(self) -> None:
+        self.read_texts: list[str] = []
+
+    def read(self, text: str) -> Reading:
+        self.read_texts.append(text)
+        return Reading(0.5, True, ("plant/SOP-CL-004.md",), 1.0)
+
+    def rarity(self, word: str) -> float | None:
+        return 0.5
+
+
+def constant_model(needs_conversation: bool) -> FollowupModel:
+    """A decision that always says the same (its intercept far on one side of the threshold)."""
+    return FollowupModel((), (), 9.0 if needs_conversation else -9.0, 0.5)
+
+
+def test_a_follow_up_the_decision_reads_as_elliptical_is_joined_with_the_earlier_question() -> None:
+    reader = FixedReader()
+    standalone = standalone_question(FOLLOW, HISTORY, method="rule", max_turns=1, known=known, reader=reader,
+                                     model=constant_model(True))  # fmt: skip
+    assert standalone.question == JOINED and standalone.method == "rule"
+    assert standalone.needs_conversation is not None and standalone.needs_conversation > 0.5
+    # The decision read the question alone, the earlier question and the joined text.
+    assert {FOLLOW, FIRST, JOINED} <= set(reader.read_texts)
+
+
+@pytest.mark.parametrize("method", ["rule", "model", "both"])
+def test_a_question_that_stands_alone_is_searched_as_asked_by_every_method(method: RewriteMethod) -> None:
+    rewriter = Rewriter("How long must I wait after closing the chlorine cylinder valve?")
+    standalone = standalone_question(FOLLOW, HISTORY, method=method, max_turns=1, generator=rewriter, known=known,
+                                     reader=FixedReader(), model=constant_model(False))  # fmt: skip
+    assert standalone.question == FOLLOW and not standalone.rewritten
+    assert rewriter.calls == [], "the model was asked to rewrite a question that stands alone"
+
+
+def test_without_a_reader_the_follow_up_is_read_with_the_conversation() -> None:
+    """No index to ask (a library caller without a searcher): the former behaviour, the joined text."""
+    standalone = standalone_question(FOLLOW, HISTORY, method="rule", max_turns=1, known=known)
+    assert standalone.question == JOINED and standalone.needs_conversation is None
 
 
 def test_the_model_rewrite_shares_the_answer_prompts_system_message_and_sees_answers_shortened() -> None:

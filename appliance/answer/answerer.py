@@ -13,6 +13,7 @@ from collections.abc import Callable, Iterator, Sequence
 
 from appliance.answer.evidence_items import evidence_item
 from appliance.answer.followup import Standalone, Turn, standalone_question
+from appliance.answer.followup_model import SearchReader
 from appliance.answer.generated.prompt import SYSTEM_PROMPT
 from appliance.answer.generated.respond import generated_events
 from appliance.answer.question import Question, read_question
@@ -95,12 +96,8 @@ class Answerer:
             generator=self.generator if method in ("model", "both") and history else None,
             system=SYSTEM_PROMPT,
             known=self.searcher.catalog.knows_word,
-            judge=self._judge,
+            reader=SearchReader(self.searcher),
         )
-
-    def _judge(self, text: str) -> tuple[bool, float]:
-        evidence = self.searcher.search(text, k=REFUSAL_CLOSEST).evidence
-        return evidence.sufficient, evidence.probability
 
     def events(
         self,

@@ -1,21 +1,23 @@
 """A follow-up question made standalone, so that retrieval, the evidence decision and every refusal rule
 work on what the operator means ("and how long must I wait after that?" means nothing on its own).
 
-Methods (setting `followup.rewrite`):
-  none   the last question alone (what the appliance did before conversations)
-  rule   the earlier question(s) of the conversation, then the last one, as one text ("X → Y"), when
-         the documents support that reading better than the last question alone: both readings are
-         searched and the evidence decision judges them (a new topic in the same conversation is
-         searched on its own; "and how long must I wait after that?" is not). Cheap: one more search.
-         Earlier *answers* are left out: they are the model's words, never evidence, and a wrong answer
-         must not steer the next search. An earlier turn none of whose words the documents hold
-         ("Hello") gives no context and is left out too; one that does is kept whole, so a name the
-         documents never mention still makes a follow-up that needs it a refusal.
-  concat the joined text always (measured beside the rule by scripts/bench_mtrag.py; not a setting).
+First, for every method but none, a fitted decision (followup_model.py) asks whether the question needs the
+conversation at all: a question that makes sense alone ("What is the free chlorine residual target leaving
+the plant?") is searched and answered as asked, whatever came before; only an elliptical one ("and for bank
+B?", "where do I write that down?") is read with the conversation, by the method of setting
+`followup.rewrite`:
+  none   the last question alone, always (what the appliance did before conversations)
+  rule   the earlier question(s) of the conversation, then the last one, as one text ("X → Y"). Cheap: the
+         decision's two searches. Earlier *answers* are left out: they are the model's words, never
+         evidence, and a wrong answer must not steer the next search. An earlier turn none of whose words
+         the documents hold ("Hello") gives no context and is left out too; one that does is kept whole, so
+         a name the documents never mention still makes a follow-up that needs it a refusal.
   model  the local model rewrites the last question into a standalone one from the conversation (the
-         earlier answers, shortened, help it resolve "that"); costs a short generation per follow-up.
+         earlier answers, shortened, help it resolve "that"); costs a short generation per elliptical
+         follow-up.
   both   the model's rewrite, checked: when it comes back empty, rambling, or without the last
          question's own words, the rule's text is used instead.
+Without a reader (no index to ask) the decision cannot be made and an elliptical reading is assumed.
 A first question (no earlier turn) is never rewritten and costs nothing.
 """
 
@@ -27,6 +29,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from appliance.answer.followup_model import FollowupModel, Reader, fitted_model, signals
 from appliance.models.generation import ChatMessage
 from appliance.text.stopwords import STOPWORDS
 from appliance.text.tokens import WORD
@@ -51,9 +54,11 @@ class Turn:
 class Standalone:
     question: str  # what is searched and answered
     original: str  # what the operator typed
-    method: RewriteMethod  # the method that produced `question` ("none" for a first question)
-    ms: float = 0.0  # time the rewrite took
+    method: RewriteMethod  # the method in force for this follow-up ("none" for a first question)
+    ms: float = 0.0  # time the decision and the rewrite took
     fallback: bool = False  # "both": the model's rewrite was refused and the rule's text used
+    # The fitted decision's probability that the question needs the conversation (None: not decided).
+    needs_conversation: float | None = None
 
     @property
     def rewritten(self) -> bool:
@@ -69,8 +74,6 @@ def content_words(text: str) -> set[str]:
 
 
 KnownWord = Callable[[str], bool]
-# The evidence decision on a text: (sufficient, probability).
-Judge = Callable[[str], tuple[bool, float]]
 
 
 def earlier_questions(history: Sequence[Turn], max_turns: int, known: KnownWord | None = None) -> list[str]:
@@ -86,17 +89,6 @@ def rule_rewrite(question: str, history: Sequence[Turn], max_turns: int = 1, kno
     """The earlier questions, then this one ("X → Y"): every word the operator typed, none the model wrote."""
     earlier = earlier_questions(history, max_turns, known)
     return RULE_SEPARATOR.join([*earlier, question.strip()]) if earlier else question.strip()
-
-
-def better_reading(question: str, joined: str, judge: Judge) -> str:
-    """The joined text, unless the last question alone has evidence and at least as much as the joined text.
-    When neither has evidence the joined one is kept: it carries the conversation's subject (and a name
-    the documents never mention, which must keep refusing)."""
-    if joined == question:
-        return question
-    alone_ok, alone_p = judge(question)
-    joined_ok, joined_p = judge(joined)
-    return question if alone_ok and (not joined_ok or alone_p >= joined_p) else joined
 
 
 REWRITE_INSTRUCTION = """Do not answer anything. Rewrite the operator's LAST question so that it can be \
@@ -153,26 +145,34 @@ def standalone_question(
     generator: Completer | None = None,
     system: str = "",
     known: KnownWord | None = None,
-    judge: Judge | None = None,
+    reader: Reader | None = None,
+    model: FollowupModel | None = None,
 ) -> Standalone:
-    """The question to search and answer; `generator` is used only for "model" and "both" follow-ups,
-    `known` (is this word in the documents?) and `judge` (the evidence decision on a text) by the rule."""
+    """The question to search and answer. `reader` (the index, followup_model.SearchReader) lets the fitted
+    decision (`model`, the shipped one by default) keep a question that makes sense alone as asked; `known`
+    (is this word in the documents?) drops earlier turns that give no context; `generator` is used only for
+    "model" and "both", and only for a follow-up that needs the conversation."""
     question = question.strip()
     if method == "none" or not earlier_questions(history, max_turns or 1):
         return Standalone(question, question, "none")
     started = time.perf_counter()
     rule = rule_rewrite(question, history, max_turns, known)
-    if judge is not None:
-        rule = better_reading(question, rule, judge)
+    probability = None
+    if reader is not None and rule != question:
+        decision = model or fitted_model()
+        previous = earlier_questions(history, max_turns, known)[-1]
+        probability = decision.probability(signals(question, previous, rule, reader))
+        if probability < decision.threshold:
+            return Standalone(question, question, method, _ms(started), needs_conversation=probability)
     if method == "rule" or generator is None:
-        return Standalone(rule, question, "rule", _ms(started))
+        return Standalone(rule, question, "rule", _ms(started), needs_conversation=probability)
     text, _ = generator.complete(rewrite_messages(question, history, max_turns, system), max_tokens=REWRITE_MAX_TOKENS)
     rewrite = clean_model_rewrite(text)
     if method == "model":
-        return Standalone(rewrite or question, question, "model", _ms(started))
+        return Standalone(rewrite or question, question, "model", _ms(started), needs_conversation=probability)
     if acceptable_rewrite(rewrite, question):
-        return Standalone(rewrite, question, "both", _ms(started))
-    return Standalone(rule, question, "both", _ms(started), fallback=True)
+        return Standalone(rewrite, question, "both", _ms(started), needs_conversation=probability)
+    return Standalone(rule, question, "both", _ms(started), fallback=True, needs_conversation=probability)
 
 
 def _ms(since: float) -> float:

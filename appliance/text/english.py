@@ -76,6 +76,10 @@ class EnglishWords:
     def knows(self, word: str) -> bool:
         return self._words.get(word.lower(), 0) >= MIN_COUNT
 
+    def count(self, word: str) -> int:
+        """How often the word occurs in the lexicon's subtitles (0: not at all)."""
+        return self._words.get(word.lower(), 0)
+
     def misspelt(self, word: str) -> bool:
         """One edit from an English word, and not itself English."""
         lowered = word.lower()

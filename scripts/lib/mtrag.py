@@ -6,15 +6,21 @@ full corpora are not available here, so the pool of every task's gold passages o
 indexed as the documents (one text file per passage, in a temporary folder: the data is read from
 ../shared and never copied into the project), and each task is searched with:
 
-    none    the last turn alone (the baseline)
-    concat  the earlier user question, then the last, always
-    rule    concat when the evidence decision prefers it to the last turn alone (followup.better_reading)
-    rule2   the same with two earlier questions
-    model   the local model's standalone rewrite
-    both    the model's rewrite, the rule's text when it fails its checks
+    none      the last turn alone (the baseline)
+    concat    the earlier user question, then the last, always
+    evidence  concat when the evidence decision prefers it to the last turn alone (the former rule, kept to
+              compare: `evidence_preferred`)
+    rule      concat when the fitted decision (answer/followup_model.py) judges that the last turn needs the
+              conversation, else the last turn as asked: the default
+    rule2     the same with two earlier questions
+    model     the local model's standalone rewrite, for the follow-ups the fitted decision reads with the
+              conversation
+    both      the model's rewrite, the rule's text when it fails its checks (same follow-ups)
 
-Reported: the gold passage's recall@5 (and hit@5) on the multi-turn tasks that have gold passages,
-and the evidence decision's refusal rate per answerability label, on first-turn tasks and on all tasks.
+Reported: the gold passage's recall@5 (and hit@5) on the multi-turn tasks that have gold passages, the
+evidence decision's refusal rate per answerability label, on first-turn tasks and on all tasks, and how
+often each method reads a follow-up with the conversation per the annotators' Multi-Turn label (N/A: a
+turn the annotators did not mark as a follow-up or a clarification, often a new topic).
 """
 
 from __future__ import annotations
@@ -31,11 +37,12 @@ from typing import Any
 from appliance.answer.followup import (
     Turn,
     acceptable_rewrite,
-    better_reading,
     clean_model_rewrite,
+    earlier_questions,
     rewrite_messages,
     rule_rewrite,
 )
+from appliance.answer.followup_model import FollowupModel, Reader, signals
 from appliance.errors import ApplianceError
 from appliance.retrieve.search import Searcher
 
@@ -56,6 +63,7 @@ class MtragTask:
     history: tuple[Turn, ...]
     question: str
     gold: tuple[str, ...]  # document ids of the gold passages
+    multi_turn_type: str = ""  # the annotators' Multi-Turn label: Follow-up, Clarification or N/A
 
     @property
     def multi_turn(self) -> bool:
@@ -91,6 +99,7 @@ def load_tasks(path: Path, collection: str | None = None) -> tuple[list[MtragTas
                     history=tuple(Turn("user" if s == "user" else "assistant", t) for s, t in turns[:-1]),
                     question=turns[-1][1],
                     gold=tuple(dict.fromkeys(doc_id for doc_id, _ in contexts)),
+                    multi_turn_type=_first(row.get("Multi-Turn")),
                 )
             except (KeyError, TypeError, ValueError, IndexError) as exc:
                 raise ApplianceError(f"{path}:{number}: not an MTRAG-UN task ({type(exc).__name__}: {exc})") from None
@@ -122,6 +131,18 @@ def write_passages(passages: dict[str, str], folder: Path) -> dict[str, str]:
 # --- rewrites ------------------------------------------------------------------------------------
 
 Complete = Callable[[list[Any]], tuple[str, float, int]]  # messages → (text, ms, completion tokens)
+# The evidence decision on a text: (sufficient, probability).
+Judge = Callable[[str], tuple[bool, float]]
+
+
+def evidence_preferred(question: str, joined: str, judge: Judge) -> str:
+    """The former rule: the joined text, unless the last question alone has evidence and at least as much as
+    the joined text (it glued questions that stand alone whenever the earlier one lent them evidence)."""
+    if joined == question:
+        return question
+    alone_ok, alone_p = judge(question)
+    joined_ok, joined_p = judge(joined)
+    return question if alone_ok and (not joined_ok or alone_p >= joined_p) else joined
 
 
 class RewriteCache:
@@ -163,6 +184,15 @@ class Rewrites:
     model_tokens: list[int] = field(default_factory=list)
     cached: int = 0
     fallbacks: int = 0  # "both": rewrites refused by the checks
+    needs: dict[str, bool] = field(default_factory=dict)  # the fitted decision: read with the conversation
+
+
+def _needs(question: str, previous: str, joined: str, reader: Reader | None, decision: FollowupModel | None) -> bool:
+    if joined == question:
+        return False
+    if reader is None or decision is None:
+        return True
+    return decision.needs_conversation(signals(question, previous, joined, reader))
 
 
 def make_rewrites(
@@ -175,20 +205,31 @@ def make_rewrites(
     cache: RewriteCache | None = None,
     progress: Callable[[int, int], None] | None = None,
     known: Callable[[str], bool] | None = None,
-    judge: Callable[[str], tuple[bool, float]] | None = None,
+    judge: Judge | None = None,
+    reader: Reader | None = None,
+    decision: FollowupModel | None = None,
     model_limit: int | None = None,
 ) -> Rewrites:
-    """The query of every method for every task; without `complete` only none and rule (and rule2)."""
+    """The query of every method for every task; without `complete` no model and both. `judge` makes the
+    former rule (evidence), `reader` and `decision` the fitted one (rule, rule2, and which follow-ups the
+    model rewrites); without them each is concat."""
     result = Rewrites()
     task_list = list(tasks)
     for position, task in enumerate(task_list):
         joined = rule_rewrite(task.question, task.history, max_turns, known)
         queries = {"none": task.question, "concat": joined}
-        queries["rule"] = better_reading(task.question, joined, judge) if judge is not None else joined
+        queries["evidence"] = evidence_preferred(task.question, joined, judge) if judge is not None else joined
+        earlier = earlier_questions(task.history, max_turns, known)
+        needs = _needs(task.question, earlier[-1] if earlier else "", joined, reader, decision)
+        queries["rule"] = joined if needs else task.question
         joined2 = rule_rewrite(task.question, task.history, max_turns + 1, known)
-        queries["rule2"] = better_reading(task.question, joined2, judge) if judge is not None else joined2
+        needs2 = _needs(task.question, earlier[-1] if earlier else "", joined2, reader, decision)
+        queries["rule2"] = joined2 if needs2 else task.question
+        result.needs[task.task_id] = needs
         within = model_limit is None or sum(1 for t in task_list[:position] if t.history) < model_limit
-        if complete is not None and task.history and within:
+        if complete is not None and task.history and not needs:
+            queries["model"] = queries["both"] = task.question
+        elif complete is not None and task.history and within:
             messages = rewrite_messages(task.question, task.history, max_turns, system)
             key = RewriteCache.key(model or "", messages)
             entry = cache.get(key) if cache is not None else None
@@ -253,6 +294,20 @@ def _mean(values: Sequence[float]) -> float | None:
     return round(statistics.fmean(values), 4) if values else None
 
 
+def read_with_conversation(tasks: Sequence[MtragTask], rewrites: Rewrites) -> dict[str, Any]:
+    """Per method and annotators' Multi-Turn label: the follow-ups searched with the conversation, "n/total"."""
+    kinds = sorted({task.multi_turn_type for task in tasks if task.multi_turn})
+    methods = [m for m in ("concat", "evidence", "rule", "rule2") if any(m in q for q in rewrites.queries.values())]
+    table: dict[str, Any] = {}
+    for method in methods:
+        table[method] = {}
+        for kind in kinds:
+            chosen = [t for t in tasks if t.multi_turn and t.multi_turn_type == kind]
+            read = sum(1 for t in chosen if rewrites.queries[t.task_id][method] != t.question)
+            table[method][kind] = f"{read}/{len(chosen)}"
+    return table
+
+
 def summarize(tasks: Sequence[MtragTask], outcomes: Sequence[Outcome], rewrites: Rewrites) -> dict[str, Any]:
     """Recall on multi-turn tasks with gold passages, refusal rates per label (first turns; all tasks)."""
     by_task = {task.task_id: task for task in tasks}
@@ -298,5 +353,6 @@ def summarize(tasks: Sequence[MtragTask], outcomes: Sequence[Outcome], rewrites:
         "labels": {label: sum(1 for t in tasks if t.answerability == label) for label in LABELS},
         "retrieval_multi_turn": retrieval,
         "refusal_rate": refusals,
+        "read_with_conversation": read_with_conversation(tasks, rewrites),
         "model_rewrite_cost": cost,
     }

@@ -1,0 +1,225 @@
+"""Does this question need the conversation? A logistic model over graded signals, fitted on data.
+
+A question that makes sense alone ("What is the free chlorine residual target leaving the plant?") is
+searched as asked, whatever came before; only an elliptical follow-up ("and for bank B?", "where do I write
+that down?") is read with the conversation. No word decides that on its own: the model weighs what the
+documents say about the question alone and about it read with the earlier question (the evidence
+decision's probability of each, whether the question's own hits gather in one document, how much it names
+something the documents never mention), whether it names a subject of its own (how rare its words are in the
+documents, an identifier they hold, the share of its words they never use, how specific its words are in
+everyday English), whether the passages found for the earlier question, or for both read together, hold
+its words, and its shape (length, the share of words that point back, a clause that opens by continuing
+the last turn).
+Its coefficients come from scripts/fit_followup.py over scripts/qa/followups_train.jsonl and are read from
+appliance/answer/fitted/followup.json. No signal is an embedder's raw score: the probabilities are the
+evidence decision's, which keeps its own calibration per embedder (models/calibration.py).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+from typing import TYPE_CHECKING, Protocol
+
+from appliance.text.english import english_words
+from appliance.text.identifiers import is_identifier
+from appliance.text.stems import stem
+from appliance.text.stopwords import STOPWORDS
+from appliance.text.tokens import WORD
+
+if TYPE_CHECKING:
+    from appliance.retrieve.search import Searcher
+
+FITTED = Path(__file__).resolve().parent / "fitted" / "followup.json"
+# Hits a reading looks at: enough to see whether they gather in one document.
+READ_HITS = 10
+# Hits whose text is read for the question's own words.
+COVER_HITS = 3
+# Structure, not vocabulary: the closed class of words that point back to something said before, and the
+# clause openers that continue the last turn. Each is one graded signal among many, weighed by the fit.
+POINTING_WORDS = frozenset(
+    {"it", "its", "itself", "that", "this", "these", "those", "they", "them", "their", "there", "then", "same"}
+    | {"one", "ones", "else", "instead", "former", "latter"}
+)
+CONTINUING_OPENERS = (("and",), ("also",), ("or",), ("but",), ("so",), ("then",), ("what", "about"),
+                      ("how", "about"), ("same", "for"), ("what", "if"))  # fmt: skip
+_CLAUSE = re.compile(r"[.,;:!?\n]+")
+# Where the graded signals reach 1 (their scale only; the fit weighs them): three rare words' worth of
+# subject, eight content words, one word in five pointing back.
+SUBJECT_MASS_FULL = 3.0
+CONTENT_WORDS_FULL = 8.0
+POINTING_FULL = 5.0
+# English word counts (text/english.py) between which a word goes from specific (a name, jargon, "ozone":
+# rarity 1) to everyday ("form", "record", "result": 0), on a log scale.
+SPECIFIC_COUNT = 50
+EVERYDAY_COUNT = 100_000
+MIN_SPECIFIC_LETTERS = 3
+
+
+@dataclass(frozen=True)
+class Reading:
+    """What one search says about a text: the evidence decision's probability and where the hits land."""
+
+    probability: float
+    sufficient: bool  # the evidence decision's verdict
+    documents: tuple[str, ...]  # the documents of the best hits, best first, each once
+    concentration: float  # share of the best READ_HITS hits that are in the best document
+    unknown_name: float = 0.0  # how much the text names something the documents never mention (evidence.py)
+    passages: tuple[str, ...] = ()  # the text of the best COVER_HITS hits
+    searched: str = ""  # the text as searched: misspelt words written as the documents write them
+
+
+class Reader(Protocol):
+    """What the decision reads from the index and the embedder."""
+
+    def read(self, text: str) -> Reading: ...
+    def rarity(self, word: str) -> float | None: ...  # None: the documents never use the word
+
+
+class SearchReader:
+    """A Reader over the appliance's own searcher (the same search the answer runs)."""
+
+    def __init__(self, searcher: Searcher) -> None:
+        self.searcher = searcher
+        self._chunks: int | None = None
+
+    def read(self, text: str) -> Reading:
+        found = self.searcher.search(text, k=READ_HITS)
+        paths = [hit.path for hit in found.hits]
+        documents = tuple(dict.fromkeys(paths))
+        concentration = paths.count(documents[0]) / len(paths) if paths else 0.0
+        signals = found.evidence.signals
+        return Reading(
+            found.evidence.probability,
+            found.evidence.sufficient,
+            documents,
+            concentration,
+            signals.unknown_name if signals is not None else 0.0,
+            tuple(hit.text for hit in found.hits[:COVER_HITS]),
+            found.searched,
+        )
+
+    def rarity(self, word: str) -> float | None:
+        """1 for a word one chunk holds, near 0 for one every chunk holds (inverse chunk frequency over log N)."""
+        conn = self.searcher.catalog.conn
+        if self._chunks is None:
+            self._chunks = max(2, int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0]))
+        quoted = '"' + word.replace('"', '""') + '"'
+        try:
+            held = int(
+                conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (quoted,)).fetchone()[0]
+            )
+        except Exception:
+            held = 0
+        if held == 0:
+            return None
+        return math.log(self._chunks / held) / math.log(self._chunks)
+
+
+def words_of(text: str) -> list[str]:
+    return [word.lower() for word in WORD.findall(text)]
+
+
+def content_words(text: str) -> list[str]:
+    return [word for word in words_of(text) if word not in STOPWORDS and word not in POINTING_WORDS]
+
+
+def continues(text: str) -> float:
+    """1 when a clause of the question opens by continuing the last turn ("ok, and for bank B?")."""
+    for clause in _CLAUSE.split(text.lower()):
+        words = words_of(clause)
+        if any(tuple(words[: len(opener)]) == opener for opener in CONTINUING_OPENERS):
+            return 1.0
+    return 0.0
+
+
+def english_rarity(word: str) -> float:
+    """How specific a word is in everyday English: 1 for a name or jargon the lexicon lacks, 0 for a common word."""
+    count = english_words().count(word)
+    span = math.log10(EVERYDAY_COUNT) - math.log10(SPECIFIC_COUNT)
+    return min(1.0, max(0.0, (math.log10(EVERYDAY_COUNT) - math.log10(max(count, 1))) / span))
+
+
+def covered(words: list[str], passages: tuple[str, ...]) -> float:
+    """Share of `words` (stemmed) that the passages write."""
+    if not words:
+        return 0.0
+    held = {stem(w) for text in passages for w in words_of(text)}
+    return sum(1 for w in words if stem(w) in held) / len(words)
+
+
+def signals(question: str, previous: str, joined: str, reader: Reader) -> dict[str, float]:
+    """The graded signals of a follow-up: `previous` is the earlier question it would be read with, `joined`
+    the text that reading searches."""
+    alone, together, earlier = reader.read(question), reader.read(joined), reader.read(previous)
+    read_as = alone.searched or question  # a typo is not a word the documents lack
+    words = words_of(read_as)
+    own = content_words(read_as)
+    rarities = [reader.rarity(word) for word in own]
+    known = {word for word, rarity in zip(own, rarities, strict=True) if rarity is not None}
+    identifiers = [w for w in WORD.findall(read_as) if is_identifier(w) and w.lower() in known]
+    length = min(1.0, len(own) / CONTENT_WORDS_FULL)
+    unknown = sum(1 for rarity in rarities if rarity is None) / len(own) if own else 0.0
+    pointing = sum(1 for w in words if w in POINTING_WORDS) / len(words) if words else 0.0
+    opens = continues(read_as)
+    points_back = max(opens, min(1.0, pointing * POINTING_FULL))
+    return {
+        "alone_probability": alone.probability,
+        "joined_gain": together.probability - alone.probability,
+        "alone_concentration": alone.concentration,
+        "alone_unknown_name": alone.unknown_name,
+        "alone_covers_question": covered(own, alone.passages),
+        "joined_covers_question": covered(own, together.passages),
+        "previous_covers_question": covered(own, earlier.passages),
+        "subject_mass": min(1.0, sum(r for r in rarities if r is not None) / SUBJECT_MASS_FULL),
+        "unknown_share": unknown,
+        "names_identifier": min(1.0, len(identifiers) / 2.0),
+        "content_words": length,
+        "pointing_share": pointing,
+        "continues": opens,
+        # Two products the linear model cannot form itself: a subject the documents lack in a question that
+        # does not point back (asks about something else), and a short question that points back.
+        "specific_subject": max(
+            (english_rarity(w) for w in own if w.isalpha() and len(w) >= MIN_SPECIFIC_LETTERS), default=0.0
+        ),
+        "unknown_own_subject": unknown * (1.0 - points_back),
+        "short_fragment": points_back * (1.0 - length),
+    }
+
+
+@dataclass(frozen=True)
+class FollowupModel:
+    """Logistic model: p(needs the conversation) = sigmoid(intercept + Σ weight · signal)."""
+
+    features: tuple[str, ...]
+    weights: tuple[float, ...]
+    intercept: float
+    threshold: float
+
+    def probability(self, values: dict[str, float]) -> float:
+        z = self.intercept + sum(w * values[f] for f, w in zip(self.features, self.weights, strict=True))
+        return 1.0 / (1.0 + math.exp(-z))
+
+    def needs_conversation(self, values: dict[str, float]) -> bool:
+        return self.probability(values) >= self.threshold
+
+    @classmethod
+    def from_json(cls, data: dict[str, object]) -> FollowupModel:
+        weights = data["weights"]
+        assert isinstance(weights, dict)
+        return cls(
+            features=tuple(weights),
+            weights=tuple(float(w) for w in weights.values()),
+            intercept=float(data["intercept"]),  # type: ignore[arg-type]
+            threshold=float(data["threshold"]),  # type: ignore[arg-type]
+        )
+
+
+@cache
+def fitted_model(path: Path = FITTED) -> FollowupModel:
+    """The shipped model (scripts/fit_followup.py writes it)."""
+    return FollowupModel.from_json(json.loads(path.read_text(encoding="utf-8"))["model"])
