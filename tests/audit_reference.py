@@ -20,7 +20,7 @@ import os
 import sys
 from pathlib import Path
 
-from appliance.audit import AuditLog
+from appliance.audit.writer import AuditLog
 from appliance.config import Settings
 
 START = 1_760_000_000.0  # 2025-10-09T08:53:20Z

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from appliance.audit import verify_audit
+from appliance.audit.verify import verify_audit
 from appliance.backup.manifest import file_sha256, read_manifest
 from appliance.backup.snapshot import AUDIT, CATALOG, SETTINGS, TOKENS, UPLOADS, VECTORS
 from appliance.config import Settings

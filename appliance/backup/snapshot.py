@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from appliance import __version__
-from appliance.audit import copy_audit_log, verify_audit
+from appliance.audit.reader import copy_audit_log
+from appliance.audit.verify import verify_audit
 from appliance.backup.manifest import write_manifest
 from appliance.config import Settings, config_file_path
 from appliance.errors import BackupError
