@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from appliance.config import Settings
+from appliance.durable import fsync_dir
 from appliance.errors import ApplianceError, DocumentError, SkippedDocument, UploadRefused
 from appliance.index.catalog import Catalog, DocumentRow
 from appliance.index.lock import writer_lock
@@ -113,7 +114,7 @@ def store_upload(settings: Settings, raw_name: str | None, data: bytes, *, repla
             raise UploadRefused(409, "file", f"{shown} exists already: send replace=true to replace it")
         if exists and (target.is_symlink() or not target.is_file()):
             raise UploadRefused(409, "file", f"{shown} exists and is not a regular file: it is left alone")
-        kept = _write_atomically(folder, target, data, replace=exists)
+        kept = _place_upload(folder, target, data, replace=exists)
         try:
             report = reindex_locked(settings, only=[str(folder)])
         except BaseException:
@@ -164,7 +165,7 @@ def delete_upload(settings: Settings, document_id: int) -> UploadOutcome:
             )
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-        _fsync_dir(folder)
+        fsync_dir(folder)
         report = reindex_locked(settings, only=[str(folder)])
     return UploadOutcome(
         document.path, "removed", None, None, None, 0, document.size, time.monotonic() - started, report
@@ -179,7 +180,7 @@ def _document(settings: Settings, path: str) -> DocumentRow | None:
         catalog.close()
 
 
-def _write_atomically(folder: Path, target: Path, data: bytes, *, replace: bool) -> Path | None:
+def _place_upload(folder: Path, target: Path, data: bytes, *, replace: bool) -> Path | None:
     """Write `data` to `target` all at once or not at all; return a hidden hard link to the file it replaced."""
     token = secrets.token_hex(8)
     temporary = folder / f".upload-{token}.tmp"
@@ -205,7 +206,7 @@ def _write_atomically(folder: Path, target: Path, data: bytes, *, replace: bool)
         with contextlib.suppress(FileNotFoundError):
             temporary.unlink()
         raise
-    _fsync_dir(folder)
+    fsync_dir(folder)
     return kept
 
 
@@ -216,12 +217,4 @@ def _undo(folder: Path, target: Path, kept: Path | None) -> None:
             os.replace(kept, target)
         else:
             target.unlink()
-    _fsync_dir(folder)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(folder)
