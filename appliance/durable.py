@@ -24,6 +24,14 @@ from appliance.errors import DiskFull
 from appliance.faults import crash_point
 
 _DISK_FULL_ERRNOS = (errno.ENOSPC, errno.EDQUOT)
+# SQLITE_FULL, and SQLITE_IOERR_SHMSIZE: a WAL database's shared-memory file could not grow (on a full disk, a
+# connection cannot even open).
+_SQLITE_FULL_CODES = (13, 4874)
+# How a full disk reads in the text of errors that carry no errno (the vector store's Rust core: "(code: 13)
+# database or disk is full", "No space left on device (os error 28)").
+_DISK_FULL_WORDS = ("database or disk is full", "no space left on device", "(os error 28)", "disk quota exceeded")
+# What any write to a home needs besides its data: SQLite's write-ahead log and shared memory, lock files.
+WORKING_MARGIN = 1 << 20
 
 
 def fsync_dir(path: Path) -> None:
@@ -61,8 +69,12 @@ def write_atomically(path: Path, data: bytes | str, *, mode: int = 0o644) -> Non
     fsync_dir(path.parent)
 
 
-def is_disk_full(exc: BaseException) -> bool:
-    """Whether `exc` (or an error it was raised from) says the disk is full."""
+def is_disk_full(exc: BaseException, near: Path | None = None) -> bool:
+    """Whether `exc` (or an error it was raised from) says the disk is full; with `near`, also an error of the
+    vector store (whose compaction hides the cause: "Failed to apply logs to the metadata segment") while the
+    file system of `near` has less than WORKING_MARGIN free."""
+    if near is not None and _hides_its_cause(exc) and free_bytes(near) < WORKING_MARGIN:
+        return True
     seen: set[int] = set()
     current: BaseException | None = exc
     while current is not None and id(current) not in seen:
@@ -71,13 +83,16 @@ def is_disk_full(exc: BaseException) -> bool:
             return True
         if isinstance(current, OSError) and current.errno in _DISK_FULL_ERRNOS:
             return True
-        if isinstance(current, sqlite3.Error) and (
-            getattr(current, "sqlite_errorcode", None) == sqlite3.SQLITE_FULL
-            or "database or disk is full" in str(current)
-        ):
+        if isinstance(current, sqlite3.Error) and getattr(current, "sqlite_errorcode", None) in _SQLITE_FULL_CODES:
+            return True
+        if any(words in str(current).lower() for words in _DISK_FULL_WORDS):
             return True
         current = current.__cause__ or current.__context__
     return False
+
+
+def _hides_its_cause(exc: BaseException) -> bool:
+    return type(exc).__module__.split(".")[0] == "chromadb"
 
 
 def free_bytes(path: Path) -> int:
@@ -125,6 +140,6 @@ def reporting_disk_full(path: Path, needed: int | None, what: str) -> Iterator[N
     except DiskFull:
         raise
     except Exception as exc:
-        if is_disk_full(exc):
+        if is_disk_full(exc, near=path):
             raise disk_full(path, needed, what) from exc
         raise

@@ -31,6 +31,7 @@ from appliance.audit.verify import verify_audit
 from appliance.backup.manifest import file_sha256, read_manifest
 from appliance.backup.snapshot import AUDIT, CATALOG, SETTINGS, TOKENS, UPLOADS, VECTORS
 from appliance.config import Settings
+from appliance.durable import WORKING_MARGIN, ensure_space, reporting_disk_full
 from appliance.errors import BackupError, IndexBusy
 from appliance.index.lock import writer_lock
 from appliance.index.ownership import local_store
@@ -103,14 +104,17 @@ def restore_backup(settings: Settings, source: Path, *, force: bool = False) -> 
                 f"{home} already holds an appliance ({shown}): restore into an empty home, or pass --force to move "
                 f"what is there aside into {home / (ASIDE_PREFIX + stamp)}"
             )
-        staging = home / f".restore-{stamp}"
-        staging.mkdir(mode=0o700)
-        try:
-            _copy_checked(source, staging, manifest["files"])
-            aside = _move_aside(home, present, stamp) if present else None
-            _put_in_place(staging, home, upload_dir)
-        finally:
-            shutil.rmtree(staging, ignore_errors=True)
+        needed = sum(int(entry["size"]) for entry in manifest["files"]) + WORKING_MARGIN
+        with reporting_disk_full(home, needed, f"restoring {source}"):
+            ensure_space(home, needed, f"restoring {source}")
+            staging = home / f".restore-{stamp}"
+            staging.mkdir(mode=0o700)
+            try:
+                _copy_checked(source, staging, manifest["files"])
+                aside = _move_aside(home, present, stamp) if present else None
+                _put_in_place(staging, home, upload_dir)
+            finally:
+                shutil.rmtree(staging, ignore_errors=True)  # a full disk leaves the home as it was
         report = RestoreReport(
             home=home,
             source=source,

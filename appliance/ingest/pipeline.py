@@ -11,10 +11,12 @@ from __future__ import annotations
 import hashlib
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any
 
 from appliance.config import Settings
+from appliance.durable import WORKING_MARGIN, reporting_disk_full
 from appliance.errors import ApplianceError, DocumentError, SkippedDocument
 from appliance.index.catalog import DocumentRow
 from appliance.index.index import Index, Repair
@@ -36,7 +38,8 @@ def ingest(settings: Settings, paths: list[Path], progress: Progress | None = No
     for path in resolved:
         if not path.exists():
             raise ApplianceError(f"{path}: no such file or folder")
-    register_sources(settings, resolved)
+    with _reporting_disk_full(settings):
+        register_sources(settings, resolved)
     return reindex(settings, progress, only=[str(p) for p in resolved])
 
 
@@ -57,16 +60,20 @@ def register_sources(settings: Settings, paths: list[Path]) -> None:
 
 def reindex(settings: Settings, progress: Progress | None = None, only: list[str] | None = None) -> IngestReport:
     """Rescan every source (or `only` these) and bring the index up to date with the files."""
-    with writer_lock(settings.lock_path, settings.index.lock_timeout_s):
+    with _reporting_disk_full(settings), writer_lock(settings.lock_path, settings.index.lock_timeout_s):
         return reindex_locked(settings, progress, only)
 
 
 def reindex_locked(settings: Settings, progress: Progress | None = None, only: list[str] | None = None) -> IngestReport:
     """`reindex` for a caller that holds the writer lock already (an upload writes its file and indexes it
-    under one hold of the lock, so a backup never sees the one without the other)."""
+    under one hold of the lock, so a backup never sees the one without the other).
+
+    A full disk stops the run with DiskFull (naming the home and about the space the batch being written
+    needs): every batch written before it stays, the one being written is not half there (appliance.index.writes),
+    and the next run, once there is room, goes on from there."""
     started = time.monotonic()
     report = IngestReport()
-    with _open_index(settings) as index:
+    with _reporting_disk_full(settings), _open_index(settings) as index:
         if index.needs_reconcile():
             report.repaired = _repair_json(index.reconcile())
         embedder = load_embedder(settings)
@@ -127,6 +134,11 @@ def pipeline_signature(settings: Settings) -> str:
         f"chunker={CHUNKER_VERSION};max_tokens={ingest.chunk_max_tokens};overlap={ingest.chunk_overlap_tokens};"
         f"embedder={embedder};ocr={ocr}"
     )
+
+
+def _reporting_disk_full(settings: Settings) -> AbstractContextManager[None]:
+    """A full disk anywhere in a run, said as DiskFull naming the home (a batch's write says more itself)."""
+    return reporting_disk_full(settings.home, WORKING_MARGIN, "indexing (the catalog and the vectors under it)")
 
 
 class _open_index:
