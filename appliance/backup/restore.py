@@ -33,6 +33,7 @@ from appliance.backup.snapshot import AUDIT, CATALOG, SETTINGS, TOKENS, UPLOADS,
 from appliance.config import Settings
 from appliance.durable import WORKING_MARGIN, ensure_space, reporting_disk_full
 from appliance.errors import BackupError, IndexBusy
+from appliance.faults import crash_point
 from appliance.index.lock import writer_lock
 from appliance.index.ownership import local_store
 
@@ -178,6 +179,7 @@ def _copy_checked(source: Path, staging: Path, files: list[dict[str, Any]]) -> N
         target = staging / entry["path"]
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         shutil.copyfile(source / entry["path"], target)
+        crash_point("restore_copy", target)
         if file_sha256(target) != entry["sha256"]:
             raise BackupError(f"{source / entry['path']} changed while it was restored: refusing the backup")
 

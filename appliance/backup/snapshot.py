@@ -35,6 +35,7 @@ from appliance.backup.manifest import write_manifest
 from appliance.config import Settings, config_file_path
 from appliance.durable import WORKING_MARGIN, ensure_space, reporting_disk_full
 from appliance.errors import BackupError
+from appliance.faults import crash_point
 from appliance.index import vector_sync
 from appliance.index.catalog import Catalog
 from appliance.index.lock import writer_lock
@@ -126,6 +127,7 @@ def _snapshot(settings: Settings, work: Path, wait_s: float) -> tuple[dict[str, 
     with writer_lock(settings.lock_path, wait_s):
         lock_wait_s = time.monotonic() - waiting
         _sqlite_backup(settings.catalog_path, work / CATALOG)
+        crash_point("backup_catalog", work / CATALOG)
         upload_dir = settings.upload_dir.resolve()
         uploads = _copy_uploads(upload_dir, work / UPLOADS)
     catalog = _seal_catalog(work / CATALOG)
@@ -221,6 +223,7 @@ def _copy_uploads(folder: Path, target: Path) -> int:
         destination = target / relative
         destination.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         shutil.copyfile(path, destination)
+        crash_point("backup_upload", destination)
         copied += 1
     return copied
 

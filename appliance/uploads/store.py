@@ -24,6 +24,7 @@ from typing import Any
 from appliance.config import Settings
 from appliance.durable import WORKING_MARGIN, ensure_space, fsync_dir, reporting_disk_full, size_text
 from appliance.errors import ApplianceError, DiskFull, DocumentError, SkippedDocument, UploadRefused
+from appliance.faults import crash_point
 from appliance.index.catalog import Catalog, DocumentRow
 from appliance.index.lock import writer_lock
 from appliance.ingest.loaders import load_bytes
@@ -215,6 +216,7 @@ def _place_upload(folder: Path, target: Path, data: bytes, *, replace: bool) -> 
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        crash_point("upload_file", target)
         kept = None
         if replace:
             kept = folder / f".replaced-{token}.tmp"
