@@ -256,20 +256,25 @@ class Lab:
 
     # --- what must hold while the disk is still full
 
-    def checks_while_full(self, reader: Searcher, restore_before: list[str]) -> list[str]:
+    def checks_while_full(self, reader: Searcher, restore_before: list[str] | None) -> list[str]:
+        """`restore_before`: the restore target's entries before a restore that failed (None: no failed restore)."""
         problems: list[str] = []
-        catalog = reader.index.catalog
-        documents = catalog.documents()
-        indexed = [doc for doc in documents if doc.status == "indexed"]
-        tags, missing = document_tags(catalog, indexed)
-        problems += missing
-        problems += search_problems(reader, tags, {doc.path for doc in documents})
+        documents: dict[str, Any] = {}
+        try:
+            catalog = reader.index.catalog
+            documents = {doc.path: doc for doc in catalog.documents()}
+            indexed = [doc for doc in documents.values() if doc.status == "indexed"]
+            tags, missing = document_tags(catalog, indexed)
+            problems += missing
+            problems += search_problems(reader, tags, set(documents))
+        except Exception as exc:  # the running server could not answer: the first thing that must hold
+            problems.append(f"the running reader failed: {type(exc).__name__}: {str(exc)[:300]}")
         audit = verify_audit(self.settings.audit_dir)
         if not audit.ok:
             problems.append(f"audit verify: {[f'{p.file}:{p.line}: {p.problem}' for p in audit.problems[:3]]}")
-        problems += self._uploads_agree({doc.path: doc for doc in documents})
+        problems += self._uploads_agree(documents)
         problems += self._backups_whole()
-        if restore_before != _entries(self.restored.home):
+        if restore_before is not None and restore_before != _entries(self.restored.home):
             problems.append(f"the failed restore changed its target: {_entries(self.restored.home)}")
         return problems
 
@@ -417,7 +422,8 @@ def _round(lab: Lab, number: int, operation: str, real: bool, rng: random.Random
             faults.reset()
         error = run_in_time(call, 0)
         outcome, where, message, problems = classify(error)
-        problems += lab.checks_while_full(reader, restore_before)
+        failed_restore = operation == "restore" and error is not None
+        problems += lab.checks_while_full(reader, restore_before if failed_restore else None)
     finally:
         os.environ.pop(faults.DISK_FULL_ENV, None)
         faults.reset()
