@@ -133,11 +133,14 @@ def ensure_space(path: Path, needed: int, what: str) -> None:
 
 
 @contextlib.contextmanager
-def reporting_disk_full(path: Path, needed: int | None, what: str) -> Iterator[None]:
-    """Turn a full disk inside the block into DiskFull naming `path` (a DiskFull raised inside stays as it is)."""
+def reporting_disk_full(path: Path, needed: int | None, what: str, *, restate: bool = False) -> Iterator[None]:
+    """Turn a full disk inside the block into DiskFull naming `path`. A DiskFull raised inside stays as it is,
+    unless `restate`: then it is said again for `path` (a file in a work folder that is gone by then)."""
     try:
         yield
-    except DiskFull:
+    except DiskFull as exc:
+        if restate:
+            raise disk_full(path, needed, what) from exc
         raise
     except Exception as exc:
         if is_disk_full(exc, near=path):

@@ -23,7 +23,7 @@ from appliance.cli.main import cli
 from appliance.config import Settings
 from appliance.durable import is_disk_full, write_atomically
 from appliance.errors import DiskFull
-from scripts.reliability.disk_full import OPERATIONS, fill, run_disk_full_rounds, small_disk
+from scripts.reliability.disk_full import OPERATIONS, audit_request, fill, run_disk_full_rounds, small_disk
 from tests.test_api import TWO_SOPS, assert_problem, indexed_home, make_client
 
 Inject = Callable[[str], None]
@@ -54,15 +54,7 @@ def inject(monkeypatch: pytest.MonkeyPatch) -> Iterator[Inject]:
 
 
 def record(log: AuditLog, number: int) -> dict[str, object]:
-    return log.record(
-        endpoint="search",
-        status=200,
-        request_id=f"req-{number}",
-        principal="tok_desk",
-        client="10.0.0.7",
-        question=f"how is the gasket of pump P-{number} changed?",
-        sources=[{"path": "plant/sop.md", "chunk_id": f"c{number}", "score": 0.5}],
-    )
+    return audit_request(log, f"req-{number}", number)
 
 
 # ------------------------------------------------------------------------------------------ atomic writes
@@ -117,7 +109,7 @@ def test_an_audit_record_the_disk_has_no_room_for_is_taken_back_whole(tiny_disk:
         for number in range(4, 200):
             written.append(record(log, number))
     current = sorted(settings.audit_dir.glob("audit-*.jsonl"))[-1]
-    assert str(caught.value).startswith(f"{current}: no space left on the device: an audit record of ")
+    assert str(caught.value).startswith(f"{current}: no space left on the device: an audit record (not written")
     assert "(not written; the chain is intact)" in str(caught.value)
     report = verify_audit(settings.audit_dir)
     assert report.ok and not report.torn_last_line, report.problems
@@ -155,7 +147,8 @@ def test_reindex_on_a_full_disk_says_so_in_one_line_and_the_next_run_completes(
     inject("inside_catalog_transaction")
     failed = CliRunner().invoke(cli, ["reindex"])
     assert failed.exit_code == 1, failed.output
-    assert f"Error: {home}: no space left on the device: writing 1 document(s) to the index needs about" in failed.output
+    said = f"Error: {home}: no space left on the device: writing 1 document(s) to the index needs about"
+    assert said in failed.output
     assert "Traceback" not in failed.output
     inject("nowhere")
     done = CliRunner().invoke(cli, ["reindex", "--json"])
@@ -174,7 +167,8 @@ def test_an_upload_on_a_full_disk_is_a_507_naming_the_file_and_leaves_nothing(
     body = assert_problem(client.post("/v1/documents", files={"file": ("backwash.md", data)}), 507)
     assert body["title"] == "Disk full"
     assert body["detail"].startswith(f"{settings.upload_dir.resolve() / 'backwash.md'}: no space left on the device")
-    assert f"storing the upload uploads/backwash.md ({len(data)} bytes) and indexing it needs about 1.0 MiB" in body["detail"]
+    needs = f"storing the upload uploads/backwash.md ({len(data)} bytes) and indexing it needs about 1.0 MiB"
+    assert needs in body["detail"]
     assert list(settings.upload_dir.iterdir()) == []
     inject("nowhere")
     assert client.post("/v1/documents", files={"file": ("backwash.md", data)}).status_code == 201

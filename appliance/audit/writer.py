@@ -156,8 +156,7 @@ def _write_line(fd: int, path: Path, line: bytes, new_file: bool) -> None:
 
 
 def _full(path: Path, size: int | None) -> DiskFull:
-    what = "an audit record" if size is None else f"an audit record of {size} bytes"
-    return disk_full(path, size, f"{what} (not written; the chain is intact)")
+    return disk_full(path, size, "an audit record (not written; the chain is intact)")
 
 
 def _new_file_name(now: float, newest: str | None) -> str:

@@ -106,7 +106,7 @@ def restore_backup(settings: Settings, source: Path, *, force: bool = False) -> 
                 f"what is there aside into {home / (ASIDE_PREFIX + stamp)}"
             )
         needed = sum(int(entry["size"]) for entry in manifest["files"]) + WORKING_MARGIN
-        with reporting_disk_full(home, needed, f"restoring {source}"):
+        with reporting_disk_full(home, needed, f"restoring {source}", restate=True):
             ensure_space(home, needed, f"restoring {source}")
             staging = home / f".restore-{stamp}"
             staging.mkdir(mode=0o700)

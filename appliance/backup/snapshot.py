@@ -87,7 +87,7 @@ def create_backup(settings: Settings, dest: Path, *, wait_s: float | None = None
     if dest == home or home in dest.parents:
         raise BackupError(f"{dest} is inside the home {home}: put backups elsewhere")
     needed = backup_size(settings) + WORKING_MARGIN
-    with reporting_disk_full(dest, needed, "the backup"):
+    with reporting_disk_full(dest, needed, "the backup", restate=True):
         dest.parent.mkdir(parents=True, exist_ok=True)
         ensure_space(dest.parent, needed, "the backup")
         work = dest.parent / f".{dest.name}.partial-{int(time.time())}"

@@ -3,10 +3,13 @@ fills up mid-way.
 
 `run_disk_full_rounds(work, models_dir, rounds)`: the home (catalog, vectors, audit log, uploads), the backups and
 a restore target live on a tmpfs of `size_mb` MiB (mounting it needs root; without root every round injects its
-fault, and the report says so). Rounds take turns over the five operations and two faults:
+fault, and the report says so). Rounds take turns over the five operations; each draws one of three faults:
 
-* real: a ballast file fills the file system until a random number of bytes is left, from none to what the
-  operation took the last time it ran, so that the disk runs out at a random point of it;
+* full: a ballast file fills the file system until a random number of bytes is left, from none to what the
+  operation took the last time it ran (the checks before a write meet this one);
+* filling: with room for the operation and 3 MiB more, another writer fills the file system while it runs, in
+  a random share of the time the operation took last time, so that the disk runs out at a random point of it,
+  past the checks before its writes;
 * injected: APPLIANCE_FAULT_DISK_FULL_AT=*:<n> (appliance.faults): ENOSPC from the n-th named write point on, n
   random, for the moments a real disk rarely hits (between a commit and the vectors, the backup's manifest,
   the audit line itself).
@@ -75,8 +78,8 @@ class Hung(RuntimeError):
 class DiskFullRound:
     round: int
     operation: str
-    fault: str  # real | injected
-    left_bytes: int | None  # real: what the ballast left free
+    fault: str  # full | filling | injected
+    left_bytes: int | None  # full: what the ballast left free; filling: what was free when the filling began
     from_point: int | None  # injected: ENOSPC from this point on
     outcome: str  # "disk full" (DiskFull, as it should) | "completed" (the room sufficed) | what else it raised
     where: str  # the injected point that fired, else the path the error named
@@ -108,10 +111,12 @@ class DiskFullReport:
         return sum(1 for r in self.rounds if r.outcome == "disk full")
 
     def table(self) -> dict[str, dict[str, int]]:
-        """operation -> {"real": n, "injected": n, "disk full": n, "completed": n}."""
+        """operation -> {"full": n, "filling": n, "injected": n, "disk full": n, "completed": n}."""
         counts: dict[str, dict[str, int]] = {}
         for record in self.rounds:
-            row = counts.setdefault(record.operation, {"real": 0, "injected": 0, "disk full": 0, "completed": 0})
+            row = counts.setdefault(
+                record.operation, {"full": 0, "filling": 0, "injected": 0, "disk full": 0, "completed": 0}
+            )
             row[record.fault] += 1
             outcome = record.outcome if record.outcome in ("disk full", "completed") else "other"
             row[outcome] = row.get(outcome, 0) + 1
@@ -167,6 +172,31 @@ def fill(disk: Path, leave: int) -> Path:
     return ballast
 
 
+class Filler(threading.Thread):
+    """Another writer that fills the file system of `disk` in about `seconds`, then holds it full."""
+
+    def __init__(self, disk: Path, seconds: float) -> None:
+        super().__init__(daemon=True)
+        self.path = disk / "ballast"
+        self.free = free_bytes(disk)
+        self.seconds = seconds
+
+    def run(self) -> None:
+        block = b"\0" * (64 << 10)
+        started, written = time.monotonic(), 0
+        with self.path.open("wb") as handle:
+            while True:
+                share = 1.0 if self.seconds <= 0 else min(1.0, (time.monotonic() - started) / self.seconds)
+                while written < share * self.free or share == 1.0:  # at full share: on until the disk is full
+                    try:
+                        handle.write(block)
+                        handle.flush()
+                    except OSError:
+                        return
+                    written += len(block)
+                time.sleep(0.005)
+
+
 # ------------------------------------------------------------------------------------- the lab
 
 
@@ -185,6 +215,7 @@ class Lab:
         self.audit = AuditLog(self.settings)
         self.uploads: dict[str, bytes] = {}
         self.used = dict.fromkeys(OPERATIONS, 2 << 20)  # bytes each operation took when it last completed
+        self.seconds = dict.fromkeys(OPERATIONS, 2.0)  # and how long it took
 
     # --- each operation: prepare (before the fault), then the call that may meet the full disk
 
@@ -222,16 +253,7 @@ class Lab:
 
     def _audit_burst(self, number: int, attempt: int) -> None:
         for i in range(AUDIT_RECORDS):
-            self.audit.record(
-                endpoint="search",
-                status=200,
-                request_id=f"round-{number}-{attempt}-{i}",
-                principal="tok_desk",
-                client="10.0.0.7",
-                question=f"how is the gasket of pump P-{i} changed in round {number}?",
-                sources=[{"path": "plant/sop.md", "chunk_id": f"c{i}", "score": 0.5}],
-                latency_ms={"total": 12.5},
-            )
+            audit_request(self.audit, f"round-{number}-{attempt}-{i}", i)
 
     def latest_backup(self) -> Path | None:
         complete = sorted(p for p in self.backups.iterdir() if not p.name.startswith(".") and p.is_dir())
@@ -306,6 +328,20 @@ class Lab:
             except ApplianceError as exc:
                 problems.append(f"{path} looks like a backup and is not a whole one: {exc}")
         return problems
+
+
+def audit_request(log: AuditLog, request_id: str, number: int) -> dict[str, Any]:
+    """The record a search request writes."""
+    return log.record(
+        endpoint="search",
+        status=200,
+        request_id=request_id,
+        principal="tok_desk",
+        client="10.0.0.7",
+        question=f"how is the gasket of pump P-{number} changed?",
+        sources=[{"path": "plant/sop.md", "chunk_id": f"c{number}", "score": 0.5}],
+        latency_ms={"total": 12.5},
+    )
 
 
 def _discard(_: object) -> None:
@@ -387,13 +423,13 @@ def run_disk_full_rounds(
         try:
             for number in range(1, rounds + 1):
                 operation = OPERATIONS[(number - 1) % len(OPERATIONS)]
-                real = mounted and rng.random() < 0.5
-                record = _round(lab, number, operation, real, rng)
+                fault = rng.choice(["full", "filling", "injected"]) if mounted else "injected"
+                record = _round(lab, number, operation, fault, rng)
                 report.rounds.append(record)
                 shown = record.where or record.message[:80]
                 log(
                     f"disk full: round {number} {operation} ({record.fault}"
-                    + (f", {record.left_bytes} bytes left" if record.left_bytes is not None else "")
+                    + (f", {record.left_bytes} bytes free" if record.left_bytes is not None else "")
                     + (f", from point {record.from_point}" if record.from_point is not None else "")
                     + f"): {record.outcome} {shown} in {record.seconds:.1f} s"
                     + (f"; PROBLEMS {record.problems}" if record.problems else "")
@@ -405,45 +441,52 @@ def run_disk_full_rounds(
     return report
 
 
-def _round(lab: Lab, number: int, operation: str, real: bool, rng: random.Random) -> DiskFullRound:
+def _round(lab: Lab, number: int, operation: str, fault: str, rng: random.Random) -> DiskFullRound:
     started = time.monotonic()
     call = lab.prepare(operation, number)
     restore_before = _entries(lab.restored.home)
     reader = Searcher(lab.settings)  # the running server: its stores opened (by a search) before the disk fills
     reader.search("pump", k=1, mode="hybrid")
-    left = rng.randint(0, lab.used[operation]) if real else None
-    point = None if real else rng.randint(1, INJECTED_POINTS[operation])
-    ballast = None
+    left = rng.randint(0, lab.used[operation]) if fault == "full" else None
+    point = rng.randint(1, INJECTED_POINTS[operation]) if fault == "injected" else None
+    filler = None
     try:
         if left is not None:
-            ballast = fill(lab.disk, left)
+            fill(lab.disk, left)
+        elif fault == "filling":
+            fill(lab.disk, lab.used[operation] + (3 << 20))
+            filler = Filler(lab.disk, rng.uniform(0.0, 0.8 * lab.seconds[operation]))
+            left = filler.free
+            filler.start()
         else:
             os.environ[faults.DISK_FULL_ENV] = f"*:{point}"
             faults.reset()
         error = run_in_time(call, 0)
+        if filler is not None:
+            filler.join(OPERATION_TIMEOUT_S)  # the operation may have finished first: the disk is full now
         outcome, where, message, problems = classify(error)
         failed_restore = operation == "restore" and error is not None
         problems += lab.checks_while_full(reader, restore_before if failed_restore else None)
     finally:
         os.environ.pop(faults.DISK_FULL_ENV, None)
         faults.reset()
-        if ballast is not None:
-            ballast.unlink()
+        (lab.disk / "ballast").unlink(missing_ok=True)
         reader.close()
     _, found = check_index(lab.settings)
     problems += [f"after the space was freed: {problem}" for problem in found]
-    before = free_bytes(lab.disk)
+    before, retry_started = free_bytes(lab.disk), time.monotonic()
     retried = run_in_time(call, 1)
     if retried is not None:
         problems.append(f"the next run, with space freed, failed: {type(retried).__name__}: {retried}")
     else:
         lab.used[operation] = max(64 << 10, before - free_bytes(lab.disk))
+        lab.seconds[operation] = time.monotonic() - retry_started
         problems += lab.after_retry(operation)
     fresh_chroma()
     return DiskFullRound(
         number,
         operation,
-        "real" if real else "injected",
+        fault,
         left,
         point,
         outcome,

@@ -47,9 +47,9 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
         f"{len(r['findings'])} findings; fuzz tests: {r['pytest']}"
     ),
     "disk full": lambda r: (
-        f"{r['rounds']} rounds of ENOSPC ({r['real']} on a tmpfs that filled mid-way, {r['injected']} injected at a "
-        f"random write point) under ingest, upload, backup, restore and audit records: {r['disk_full']} stopped "
-        f"with DiskFull, nothing lost, the next run completed; problems "
+        f"{r['rounds']} rounds of ENOSPC (a tmpfs full before {r['full']}, filling during {r['filling']}; "
+        f"{r['injected']} injected at a random write point) under ingest, upload, backup, restore and audit "
+        f"records: {r['disk_full']} stopped with DiskFull, nothing lost, the next run completed; problems "
         f"{len(r['round_problems']) + len(r['problems'])}"
     ),
     "leaks": lambda r: (
@@ -259,10 +259,12 @@ def disk_full_lines(full: dict[str, Any]) -> list[str]:
     out = ["## Disk full", ""]
     out += [
         "The home (catalog, vectors, audit log, uploads), the backups and a restore target on a "
-        f"{full['file_system']}; {full['rounds']} rounds take turns over the operations. In {full['real']} a "
-        "ballast file filled the disk until a random number of bytes was left (none to what the operation took "
-        "last time); in "
-        f"{full['injected']} ENOSPC came from a random named write point on (APPLIANCE_FAULT_DISK_FULL_AT=*:n). "
+        f"{full['file_system']}; {full['rounds']} rounds take turns over the operations. In {full['full']} a "
+        "ballast file had filled the disk until a random number of bytes was left (none to what the operation took "
+        f"last time); in {full['filling']}, with room for the operation and 3 MiB more, another writer filled it "
+        "while the operation ran (in a random share of the time it took last time), so that it ran out at a random "
+        f"point past the checks before a write; in {full['injected']} ENOSPC came from "
+        "a random named write point on (APPLIANCE_FAULT_DISK_FULL_AT=*:n). "
         "The operation ran in the harness's process, as the server runs uploads and audit records. While the disk "
         "was still full: the error is DiskFull naming the path, the space needed and what is free; a reader "
         "opened before (the running server) finds every document the catalog holds by a lexical and a hybrid "
@@ -273,12 +275,13 @@ def disk_full_lines(full: dict[str, Any]) -> list[str]:
         "",
     ]
     rows = [
-        [op, row.get("real", 0), row.get("injected", 0), row.get("disk full", 0), row.get("completed", 0)]
+        [op, *(row.get(key, 0) for key in ("full", "filling", "injected", "disk full", "completed"))]
         for op, row in full["by_operation"].items()
     ]
-    out += _table(["operation", "real", "injected", "stopped with DiskFull", "completed (room sufficed)"], rows)
+    header = ["operation", "full before", "filling during", "injected", "stopped with DiskFull", "completed"]
+    out += _table(header, rows)
     out += ["", "Where the injected faults fired: " + ", ".join(f"{k} {v}" for k, v in full["points"].items()), ""]
-    out += ["What an operator read (one real round of each):", ""]
+    out += ["What an operator read (the last round of each on the tmpfs):", ""]
     out += [f"- {op}: `{message}`" for op, message in full.get("messages", {}).items()]
     out += [
         "",

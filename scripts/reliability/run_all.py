@@ -262,12 +262,15 @@ def disk_full_section(run: Run, rounds: int) -> dict[str, Any]:
         "ok": report.ok and len(report.rounds) >= rounds,
         "rounds": len(report.rounds),
         "file_system": report.file_system,
-        "real": sum(1 for r in report.rounds if r.fault == "real"),
+        "full": sum(1 for r in report.rounds if r.fault == "full"),
+        "filling": sum(1 for r in report.rounds if r.fault == "filling"),
         "injected": sum(1 for r in report.rounds if r.fault == "injected"),
         "disk_full": report.failed_rounds,
         "by_operation": report.table(),
         "points": report.points(),
-        "messages": {r.operation: r.message for r in report.rounds if r.outcome == "disk full" and r.fault == "real"},
+        "messages": {
+            r.operation: r.message for r in report.rounds if r.outcome == "disk full" and r.fault != "injected"
+        },
         "round_problems": report.round_problems,
         "problems": report.problems,
         "equals_clean_build": report.equals_clean_build,
