@@ -179,7 +179,10 @@ def test_an_upload_on_a_full_disk_is_a_507_naming_the_file_and_leaves_nothing(
 
 @pytest.mark.slow
 def test_a_round_of_each_operation_on_a_disk_that_fills_loses_nothing(tmp_path: Path, models_dir: Path) -> None:
-    report = run_disk_full_rounds(tmp_path, models_dir, rounds=len(OPERATIONS), seed=7, initial_documents=6)
+    faults_in_turn = ["full", "filling", "injected", "injected", "injected"]
+    report = run_disk_full_rounds(
+        tmp_path, models_dir, rounds=len(OPERATIONS), seed=7, initial_documents=6, fault_order=faults_in_turn
+    )
     assert not report.problems, report.problems
     assert not report.round_problems, report.round_problems
     assert [r.operation for r in report.rounds] == list(OPERATIONS)

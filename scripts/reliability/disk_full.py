@@ -38,7 +38,7 @@ import shutil
 import subprocess
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,9 +63,9 @@ from scripts.reliability.crash_harness import (
 )
 
 OPERATIONS = ("ingest", "upload", "backup", "restore", "audit")
-# ENOSPC from the n-th named write point on: n is drawn up to about the points an operation reaches.
-INJECTED_POINTS = {"ingest": 8, "upload": 6, "backup": 4, "restore": 8, "audit": 120}
 AUDIT_RECORDS = 120  # records the audit operation writes (what a busy minute of requests writes)
+# ENOSPC from the n-th named write point on: n is drawn up to about the points an operation reaches.
+INJECTED_POINTS = {"ingest": 8, "upload": 6, "backup": 3, "restore": 5, "audit": AUDIT_RECORDS}
 OPERATION_TIMEOUT_S = 300.0  # an operation still running after this has hung on the full disk
 _INJECTED_AT = re.compile(r"injected at (\w+)")
 
@@ -408,8 +408,11 @@ def run_disk_full_rounds(
     seed: int = 42,
     size_mb: int = 16,
     initial_documents: int = 10,
+    fault_order: Sequence[str] | None = None,
     log: Callable[[str], None] = print,
 ) -> DiskFullReport:
+    """`rounds` rounds over OPERATIONS in turn; each round's fault drawn at random, or taken in turn from
+    `fault_order` (full, filling, injected). Each operation runs once first, with room, to measure what it takes."""
     rng = random.Random(seed)
     work.mkdir(parents=True, exist_ok=True)
     disk = work / "disk"
@@ -419,11 +422,17 @@ def run_disk_full_rounds(
         for _ in range(initial_documents):
             lab.corpus.add()
         ingest(lab.settings, [lab.corpus.root])
-        log(f"disk full: {initial_documents} documents indexed on {report.file_system}")
+        _measure(lab)
+        log(f"disk full: {initial_documents} documents indexed on {report.file_system}; took {lab.used} bytes")
         try:
             for number in range(1, rounds + 1):
                 operation = OPERATIONS[(number - 1) % len(OPERATIONS)]
-                fault = rng.choice(["full", "filling", "injected"]) if mounted else "injected"
+                if not mounted:
+                    fault = "injected"
+                elif fault_order:
+                    fault = fault_order[(number - 1) % len(fault_order)]
+                else:
+                    fault = rng.choice(["full", "filling", "injected"])
                 record = _round(lab, number, operation, fault, rng)
                 report.rounds.append(record)
                 shown = record.where or record.message[:80]
@@ -439,6 +448,17 @@ def run_disk_full_rounds(
             return report
         _final(lab, report, models_dir)
     return report
+
+
+def _measure(lab: Lab) -> None:
+    """Run each operation once with room: the space and time it takes draw the first faults."""
+    for operation in OPERATIONS:
+        call = lab.prepare(operation, 0)
+        before, started = free_bytes(lab.disk), time.monotonic()
+        run_in_time(call, 1)
+        lab.used[operation] = max(64 << 10, before - free_bytes(lab.disk))
+        lab.seconds[operation] = time.monotonic() - started
+        lab.after_retry(operation)
 
 
 def _round(lab: Lab, number: int, operation: str, fault: str, rng: random.Random) -> DiskFullRound:
