@@ -103,6 +103,15 @@ def free_bytes(path: Path) -> int:
     return shutil.disk_usage(probe).free
 
 
+def tree_size(path: Path) -> int:
+    """The bytes of a file, or of the files under a folder (links not followed); 0 when it does not exist."""
+    if path.is_file():
+        return path.stat().st_size
+    if not path.is_dir():
+        return 0
+    return sum(entry.stat().st_size for entry in path.rglob("*") if entry.is_file() and not entry.is_symlink())
+
+
 def size_text(size: int) -> str:
     if size < 1 << 10:
         return f"{size} bytes"

@@ -90,9 +90,18 @@ def verify_backup(source: Path) -> dict[str, Any]:
 
 
 def restore_backup(settings: Settings, source: Path, *, force: bool = False) -> RestoreReport:
-    started = time.monotonic()
+    """Restore the backup `source` into the home of `settings`. A disk without room for the backup's files is
+    refused first; one that fills during the restore leaves the home as it was (DiskFull, naming the home)."""
     source = source.resolve()
     manifest = verify_backup(source)
+    needed = sum(int(entry["size"]) for entry in manifest["files"]) + WORKING_MARGIN
+    with reporting_disk_full(settings.home, needed, f"restoring {source}", restate=True):
+        ensure_space(settings.home, needed, f"restoring {source}")
+        return _restore(settings, source, manifest, force)
+
+
+def _restore(settings: Settings, source: Path, manifest: dict[str, Any], force: bool) -> RestoreReport:
+    started = time.monotonic()
     home = settings.home.resolve()
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     upload_dir = settings.upload_dir.resolve()
@@ -105,17 +114,16 @@ def restore_backup(settings: Settings, source: Path, *, force: bool = False) -> 
                 f"{home} already holds an appliance ({shown}): restore into an empty home, or pass --force to move "
                 f"what is there aside into {home / (ASIDE_PREFIX + stamp)}"
             )
-        needed = sum(int(entry["size"]) for entry in manifest["files"]) + WORKING_MARGIN
-        with reporting_disk_full(home, needed, f"restoring {source}", restate=True):
-            ensure_space(home, needed, f"restoring {source}")
-            staging = home / f".restore-{stamp}"
-            staging.mkdir(mode=0o700)
-            try:
-                _copy_checked(source, staging, manifest["files"])
-                aside = _move_aside(home, present, stamp) if present else None
-                _put_in_place(staging, home, upload_dir)
-            finally:
-                shutil.rmtree(staging, ignore_errors=True)  # a full disk leaves the home as it was
+        staging = home / f".restore-{stamp}"
+        staging.mkdir(mode=0o700)
+        try:
+            _copy_checked(source, staging, manifest["files"])
+            # In the staging copy, so that a disk that fills meanwhile leaves the home as it was.
+            relocated = _relocate_uploads(staging / CATALOG, Path(manifest["uploads"]["folder"]), upload_dir)
+            aside = _move_aside(home, present, stamp) if present else None
+            _put_in_place(staging, home, upload_dir)
+        finally:
+            shutil.rmtree(staging, ignore_errors=True)  # a full disk, too, leaves the home as it was
         report = RestoreReport(
             home=home,
             source=source,
@@ -127,7 +135,7 @@ def restore_backup(settings: Settings, source: Path, *, force: bool = False) -> 
             moved_aside=aside,
         )
         report.notes += _restore_settings(source, home)
-        report.notes += _relocate_uploads(home / CATALOG, Path(manifest["uploads"]["folder"]), upload_dir)
+        report.notes += relocated
         if manifest["vectors"].get("kind") != "local":
             report.notes.append(
                 f"the vectors lived on the Chroma server {manifest['vectors'].get('url')}: run `appliance reindex` "

@@ -33,7 +33,7 @@ from appliance.audit.reader import copy_audit_log
 from appliance.audit.verify import verify_audit
 from appliance.backup.manifest import write_manifest
 from appliance.config import Settings, config_file_path
-from appliance.durable import WORKING_MARGIN, ensure_space, reporting_disk_full
+from appliance.durable import WORKING_MARGIN, ensure_space, reporting_disk_full, tree_size
 from appliance.errors import BackupError
 from appliance.faults import crash_point
 from appliance.index import vector_sync
@@ -111,15 +111,7 @@ def backup_size(settings: Settings) -> int:
     if not settings.vectors.url:
         sources.append(settings.chroma_path)
     config = config_file_path()
-    return sum(_tree_size(path) for path in [*sources, *([config] if config is not None else [])])
-
-
-def _tree_size(path: Path) -> int:
-    if path.is_file():
-        return path.stat().st_size
-    if not path.is_dir():
-        return 0
-    return sum(entry.stat().st_size for entry in path.rglob("*") if entry.is_file() and not entry.is_symlink())
+    return sum(tree_size(path) for path in [*sources, *([config] if config is not None else [])])
 
 
 def _snapshot(settings: Settings, work: Path, wait_s: float) -> tuple[dict[str, Any], float]:

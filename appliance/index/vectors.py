@@ -30,7 +30,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from appliance.config import VectorSettings
-from appliance.durable import WORKING_MARGIN, ensure_space
+from appliance.durable import WORKING_MARGIN, ensure_space, tree_size
 from appliance.errors import ApplianceError, ConfigError, VectorStoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -266,8 +266,7 @@ class VectorIndex:
         """A local store is never written without room to spare: Chroma, out of space mid-write, fails even its
         reads afterwards (its compaction) and can hang its next write. DiskFull instead, with nothing written."""
         if self.address is None:
-            store = sum(entry.stat().st_size for entry in self.local_path.rglob("*") if entry.is_file())
-            ensure_space(self.local_path, needed + store // 4 + 2 * WORKING_MARGIN, what)
+            ensure_space(self.local_path, needed + tree_size(self.local_path) // 4 + 2 * WORKING_MARGIN, what)
 
     def upsert(self, ids: Sequence[str], embeddings: np.ndarray, paths: Sequence[str]) -> None:
         self._ensure_room(4 * int(np.asarray(embeddings).nbytes), f"writing {len(ids)} vector(s)")
