@@ -12,9 +12,10 @@
    Qwen while a reindex edits and deletes; and whether another process's reindex reaches the server;
 4. hostile inputs: one ingest over every kind of bad file, as an unprivileged user;
 5. security: the auth matrix, traversal and headers against a real server, the API fuzz tests
-   (schemathesis + hypothesis), and every log and audit file scanned for token secrets and answers;
+   (schemathesis + hypothesis);
 6. disk full: `--disk-full-rounds` rounds of ingest, upload, backup, restore and audit records on a small
-   tmpfs that fills at a random point, or with ENOSPC injected at a random named write point.
+   tmpfs that fills at a random point, or with ENOSPC injected at a random named write point;
+7. leaks: every log and audit file of the runs above scanned for token secrets and answers.
 
 Exit 0 when everything held. Work files go to a temporary folder, removed unless --keep.
 """
@@ -326,8 +327,8 @@ def main(argv: list[str] | None = None) -> int:
         ("concurrency", lambda: concurrency_section(run, args.clients, args.load_seconds)),
         ("hostile inputs", lambda: hostile_section(run)),
         ("security", lambda: security_section(run)),
-        ("leaks", lambda: leaks_section(run)),
         ("disk full", lambda: disk_full_section(run, args.disk_full_rounds)),
+        ("leaks", lambda: leaks_section(run)),
     ]
     try:
         for name, body in plan:
