@@ -20,7 +20,6 @@ import contextlib
 import fcntl
 import os
 import shutil
-import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -36,6 +35,7 @@ from appliance.errors import BackupError, IndexBusy
 from appliance.faults import crash_point
 from appliance.index.lock import writer_lock
 from appliance.index.ownership import local_store
+from appliance.index.snapshot import CatalogCopy
 
 # Entries of a home that are not state: the locks the restore holds, earlier restores' set-aside state.
 _NOT_STATE = ("index.lock", "chroma.owner", "appliance.toml")
@@ -225,7 +225,7 @@ def _restore_settings(source: Path, home: Path) -> list[str]:
 
 
 def _relocate_uploads(catalog: Path, old: Path, new: Path) -> list[str]:
-    """The upload folder's source and documents, moved in the catalog from where they were backed up."""
+    """The upload folder's source and documents, moved in the (staging) catalog from where they were backed up."""
     if old == new or not catalog.exists():
         return []
     if old.name != new.name:
@@ -233,10 +233,5 @@ def _relocate_uploads(catalog: Path, old: Path, new: Path) -> list[str]:
             f"the upload folder was {old} and is now {new}: its documents keep their old paths until "
             "`appliance reindex` indexes them again under the new folder's name"
         ]
-    with contextlib.closing(sqlite3.connect(catalog)) as conn, conn:
-        conn.execute("UPDATE sources SET path = ? WHERE path = ?", (str(new), str(old)))
-        moved = conn.execute(
-            "UPDATE documents SET source = ?, abs_path = ? || substr(abs_path, ?) WHERE source = ?",
-            (str(new), str(new), len(str(old)) + 1, str(old)),
-        ).rowcount
+    moved = CatalogCopy(catalog).relocate_source(str(old), str(new))
     return [f"{moved} uploaded document(s) moved from {old} to {new} in the catalog"] if moved else []

@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from appliance.index.filters import Filters
+from appliance.index.fulltext import FullText
 from appliance.index.migrations import apply_migrations
 from appliance.index.records import Chunk, ChunkRow
 
@@ -76,6 +77,7 @@ class Catalog:
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
         apply_migrations(self.conn)
+        self.fulltext = FullText(self.conn)
 
     def close(self) -> None:
         self.conn.close()
@@ -105,6 +107,16 @@ class Catalog:
 
     def sources(self) -> list[str]:
         return [row[0] for row in self.conn.execute("SELECT path FROM sources ORDER BY path")]
+
+    def relocate_source(self, old: str, new: str) -> int:
+        """The source folder `old` now lives at `new`: the source and its documents' files follow it in one
+        transaction (display paths unchanged). Returns how many documents moved."""
+        with self.transaction() as conn:
+            conn.execute("UPDATE sources SET path = ? WHERE path = ?", (new, old))
+            return conn.execute(
+                "UPDATE documents SET source = ?, abs_path = ? || substr(abs_path, ?) WHERE source = ?",
+                (new, new, len(old) + 1, old),
+            ).rowcount
 
     # --- documents ---------------------------------------------------------------------------
 
@@ -137,16 +149,24 @@ class Catalog:
                 found[path] = (int(doc_id), str(abs_path))
         return found
 
+    def documents_named(self, names: Sequence[str]) -> dict[str, list[str]]:
+        """Indexed documents whose title or display path holds each name (case-insensitive): a document number
+        such as SOP-CL-004 or a runbook's alert name, as another document cites it."""
+        found: dict[str, list[str]] = {}
+        for name in dict.fromkeys(names):
+            pattern = "%" + name.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            rows = self.conn.execute(
+                "SELECT path FROM documents WHERE status = 'indexed' AND "
+                "(lower(path) LIKE ? ESCAPE '\\' OR lower(coalesce(title, '')) LIKE ? ESCAPE '\\') LIMIT 5",
+                (pattern, pattern),
+            ).fetchall()
+            if rows:
+                found[name] = [str(row[0]) for row in rows]
+        return found
+
     def knows_word(self, word: str) -> bool:
         """Whether any chunk holds this word (stemmed, as the word index reads it)."""
-        quoted = '"' + word.replace('"', '""') + '"'
-        try:
-            return (
-                self.conn.execute("SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT 1", (quoted,)).fetchone()
-                is not None
-            )
-        except sqlite3.OperationalError:
-            return False  # a word the tokenizer reduces to nothing
+        return self.fulltext.matches("words", '"' + word.replace('"', '""') + '"')
 
     def touch_document(self, path: str, mtime: float) -> None:
         """Same content, new mtime (e.g. `touch`): remember it so the next scan skips hashing."""

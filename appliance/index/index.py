@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from appliance.faults import crash_point
 from appliance.index import vector_sync, writes
 from appliance.index.catalog import Catalog, DocumentRow
 from appliance.index.ownership import LocalStore, local_store
+from appliance.index.snapshot import CatalogCopy, copy_database
 from appliance.index.vectors import VectorIndex
 from appliance.index.writes import EmbeddedDocument
 
@@ -315,6 +317,15 @@ class Index:
     def add_source(self, path: str) -> None:
         """Remember a folder or file (resolved) as a source that reindex scans."""
         self.catalog.add_source(path)
+
+    # --- a backup's snapshot (appliance.index.snapshot) ------------------------------------------
+
+    def snapshot(self, target: Path) -> CatalogCopy:
+        """Copy the catalog, as one committed state, to the new file `target` while readers and writers go
+        on (a backup holds the writer lock meanwhile, so its upload files match). The copy is then sealed
+        and its vectors exported on their own, without this index."""
+        copy_database(self.catalog.path, target)
+        return CatalogCopy(target)
 
     # --- a run's state -------------------------------------------------------------------------
 

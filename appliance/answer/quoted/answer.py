@@ -1,0 +1,375 @@
+"""The SOP speaks: an answer made of the document's own text, item by item, each item cited.
+
+The model does not write the procedure. Retrieval finds chunks; `section_choice` picks the section they
+belong to; what is shown depends on what the question asks (text/questions.py):
+
+- a procedure (how do I…, what do I do when…): the whole section, in document order: its headings,
+  numbered steps and sub-steps, warnings, hold points, tables and commands, verbatim. A section longer
+  than `max_words` is trimmed to the parts the question matched, and every part left out is said
+  ("6.1 Prepare: steps 1–3 not shown: open the document"), never dropped silently;
+- a value or a fact: the lines that state it (a table row comes with its header row), with their
+  section's heading, at most `excerpt_words` words.
+
+Nothing here rewrites a word: each step's `text` is a slice of the indexed chunk it cites.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from appliance.answer.evidence_sentences import lexical_scores
+from appliance.answer.generated.abstention import other_subject_reason, stated_values
+from appliance.answer.question import Question
+from appliance.answer.quoted.choice import Choice, Ranked, overlaps
+from appliance.answer.quoted.sections import Item, Section, document_sections, is_within
+from appliance.index.records import ChunkRow
+from appliance.text.identifiers import identifier_in, is_strong_identifier
+from appliance.text.pipe_tables import is_rule
+from appliance.text.quantities import unit_of
+from appliance.text.questions import QuestionKind, asked_quantity, counted_noun, counts
+from appliance.text.sentences import split_sentences
+from appliance.text.terms import extract_terms
+from appliance.text.wording import is_noise_token
+
+EXCERPT_LINES = 3  # most lines a value or fact answer shows
+LINE_FLOOR = 0.6  # a further line is shown when it scores at least this share of the best line
+_STEP_NUMBER = re.compile(r"\s*(\d{1,3}(?:\.\d{1,3})*|[A-Za-z])[.)]")
+EmbedTexts = Callable[[Sequence[str]], np.ndarray]
+
+
+@dataclass(frozen=True)
+class Step:
+    """One item shown: the source's own `text` (kind "omitted": none; `note` says what was left out)."""
+
+    text: str
+    kind: str  # heading, step, item, text, table, code, warning, caution, hold, note; omitted
+    n: int  # the number of the section (source) it comes from
+    path: str
+    section: str
+    page: int | None
+    chunk_id: str
+    level: int = 0
+    numbered: bool = False
+    matched: bool = False  # a passage the search matched the question in
+    note: str | None = None
+
+
+@dataclass
+class Quoted:
+    """What the SOP says to a question: the sections shown (numbered from 1) and their steps."""
+
+    kind: str  # "procedure" | "excerpt"
+    sections: list[Section]
+    steps: list[Step]
+    refusal_reason: str | None = None
+    alternatives: list[Ranked] = field(default_factory=list)
+    choice: Choice | None = None
+
+    @property
+    def words(self) -> int:
+        return sum(len(step.text.split()) for step in self.steps)
+
+    def text(self) -> str:
+        """The steps as plain text: what a client reading only `answer` gets, in the order shown."""
+        lines: list[str] = []
+        for step in self.steps:
+            if step.kind == "omitted":
+                lines.append(f"[… {step.note}]")
+            elif step.kind == "heading":
+                lines.append(("" if not lines else "\n") + f"{step.text} [{step.n}]")
+            else:
+                lines.append(step.text)
+        return "\n".join(lines)
+
+
+def quote_answer(
+    question: Question,
+    choice: Choice,
+    hits: Sequence[tuple[ChunkRow, float]],
+    *,
+    chunks_of: Callable[[Sequence[str]], Mapping[str, Sequence[ChunkRow]]],
+    embed_texts: EmbedTexts,
+    max_words: int,
+    excerpt_words: int,
+) -> Quoted:
+    """The quoted answer to `question` from the chosen section (see the module docstring)."""
+    matched = {chunk.chunk_id for chunk, _ in hits}
+    if question.kind == "procedure":
+        steps = _trimmed(choice.section, matched, max_words, 1)
+        quoted = Quoted("procedure", [choice.section], steps)
+    else:
+        quoted = _excerpt(
+            question.searched, question.kind, choice, hits, chunks_of, embed_texts, question.vector, excerpt_words
+        )
+    quoted.choice = choice
+    # The likeliest sections outside what is shown, the close call (if any) first: the page names them.
+    others = [a for a in choice.alternatives(6) if not any(overlaps(a.section, s) for s in quoted.sections)]
+    quoted.alternatives = others[:3]
+    quoted.refusal_reason = _refusal(question.searched, question.kind, quoted, hits)
+    return quoted
+
+
+# --- a procedure, whole or trimmed -----------------------------------------------------------------
+
+
+def _step(item: Item, n: int, matched: set[str]) -> Step:
+    chunk = item.chunk
+    return Step(
+        item.text,
+        item.kind,
+        n,
+        chunk.path,
+        chunk.section,
+        chunk.page,
+        chunk.chunk_id,
+        item.level,
+        item.numbered,
+        chunk.chunk_id in matched,
+    )
+
+
+def _trimmed(section: Section, matched: set[str], max_words: int, n: int = 1) -> list[Step]:
+    """Every item of the section when it fits `max_words`; else its headings, the parts holding a matched
+    chunk, and a note for each run of items left out."""
+    items = list(section.items)
+    if section.words <= max_words:
+        return [_step(item, n, matched) for item in items]
+    keep = [item.kind == "heading" or item.chunk.chunk_id in matched for item in items]
+    words = sum(len(item.text.split()) for item, kept in zip(items, keep, strict=True) if kept)
+    if words > max_words:
+        # Even the matched parts are too long: keep the matched items and the heading of each part only.
+        keep = [item.kind == "heading" for item in items]
+        budget = max_words - sum(len(i.text.split()) for i, k in zip(items, keep, strict=True) if k)
+        for index in _by_match(items, matched):
+            cost = len(items[index].text.split())
+            if cost <= budget:
+                keep[index] = True
+                budget -= cost
+    steps: list[Step] = []
+    run: list[Item] = []
+    for item, kept in zip(items, keep, strict=True):
+        if kept:
+            if run:
+                steps.append(_omitted(run, n))
+                run = []
+            steps.append(_step(item, n, matched))
+        else:
+            run.append(item)
+    if run:
+        steps.append(_omitted(run, n))
+    return steps
+
+
+def _by_match(items: Sequence[Item], matched: set[str]) -> list[int]:
+    """Item positions, matched ones first, each in document order."""
+    hit = [i for i, item in enumerate(items) if item.kind != "heading" and item.chunk.chunk_id in matched]
+    return hit + [i for i, item in enumerate(items) if item.kind != "heading" and i not in hit]
+
+
+def _omitted(run: Sequence[Item], n: int) -> Step:
+    first = run[0].chunk
+    numbers = [m.group(1) for m in (_STEP_NUMBER.match(item.text) for item in run if item.numbered) if m]
+    pages = sorted({item.chunk.page for item in run if item.chunk.page is not None})
+    where = f" (p. {pages[0]})" if len(pages) == 1 else f" (pp. {pages[0]}–{pages[-1]})" if pages else ""
+    if numbers:
+        what = f"step {numbers[0]}" if len(numbers) == 1 else f"steps {numbers[0]}–{numbers[-1]}"
+    else:
+        what = f"{len(run)} {'part' if len(run) == 1 else 'parts'}"
+    return Step(
+        "",
+        "omitted",
+        n,
+        first.path,
+        first.section,
+        first.page,
+        first.chunk_id,
+        note=f"{what} not shown{where}: open the document",
+    )
+
+
+# --- a value or a fact: the lines that state it ----------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Line:
+    text: str
+    kind: str
+    chunk: ChunkRow
+    section: Section
+    position: tuple[int, int]  # its item's place in the section, then its place inside the item (a table's row)
+
+
+def _excerpt(
+    question: str,
+    kind: QuestionKind,
+    choice: Choice,
+    hits: Sequence[tuple[ChunkRow, float]],
+    chunks_of: Callable[[Sequence[str]], Mapping[str, Sequence[ChunkRow]]],
+    embed_texts: EmbedTexts,
+    question_vector: np.ndarray,
+    excerpt_words: int,
+) -> Quoted:
+    """The best lines of the chosen section and of the best hits' sections, each with its section heading."""
+    sections = _excerpt_sections(choice.section, hits, chunks_of)
+    lines = [line for section in sections for line in _lines(section)]
+    if not lines:
+        return Quoted("excerpt", [choice.section], _trimmed(choice.section, set(), excerpt_words))
+    hit_scores = {chunk.chunk_id: max(score, 0.0) for chunk, score in hits}
+    top_hit = max(hit_scores.values(), default=0.0) or 1.0
+    lexical = lexical_scores(question, [line.text for line in lines])
+    vectors = embed_texts([line.text for line in lines])
+    cosines = vectors @ question_vector
+    asks_value = kind == "value" and asked_quantity(question) is not None
+    scores = []
+    for line, lex, cos in zip(lines, lexical, cosines, strict=True):
+        score = 0.5 * lex + 0.5 * max(float(cos), 0.0) + 0.2 * hit_scores.get(line.chunk.chunk_id, 0.0) / top_hit
+        if asks_value and stated_values(line.text, question):
+            score += 0.3  # a line that states a value of the kind asked
+        scores.append(score)
+    order = sorted(range(len(lines)), key=lambda i: -scores[i])
+    chosen: list[int] = []
+    words = 0
+    for index in order[:EXCERPT_LINES]:
+        cost = len(lines[index].text.split())
+        if chosen and (scores[index] < LINE_FLOOR * scores[order[0]] or words + cost > excerpt_words):
+            continue
+        chosen.append(index)
+        words += cost
+    shown_sections: list[Section] = []
+    for index in sorted(chosen, key=lambda i: (sections.index(lines[i].section), lines[i].position)):
+        if lines[index].section not in shown_sections:
+            shown_sections.append(lines[index].section)
+    steps: list[Step] = []
+    matched = set(hit_scores)
+    for n, section in enumerate(shown_sections, start=1):
+        picked = sorted((lines[i] for i in chosen if lines[i].section is section), key=lambda line: line.position)
+        steps.append(
+            Step(
+                section.name,
+                "heading",
+                n,
+                section.path,
+                section.heading,
+                picked[0].chunk.page,
+                picked[0].chunk.chunk_id,
+            )
+        )
+        for line in picked:
+            chunk = line.chunk
+            steps.append(
+                Step(
+                    line.text,
+                    line.kind,
+                    n,
+                    chunk.path,
+                    chunk.section,
+                    chunk.page,
+                    chunk.chunk_id,
+                    matched=chunk.chunk_id in matched,
+                )
+            )
+    return Quoted("excerpt", shown_sections, steps)
+
+
+def _excerpt_sections(
+    chosen: Section,
+    hits: Sequence[tuple[ChunkRow, float]],
+    chunks_of: Callable[[Sequence[str]], Mapping[str, Sequence[ChunkRow]]],
+) -> list[Section]:
+    """The chosen section, then the own sections of the three best hits outside it."""
+    outside = [
+        chunk for chunk, _ in hits if not (chunk.path == chosen.path and is_within(chunk.section, chosen.heading))
+    ][:3]
+    by_document = chunks_of(sorted({chunk.path for chunk in outside}))
+    sections = [chosen]
+    for chunk in outside:
+        section = document_sections(by_document.get(chunk.path, ())).get(chunk.section)
+        if section is not None and all((s.path, s.heading) != (section.path, section.heading) for s in sections):
+            own = Section(
+                section.path,
+                section.title,
+                section.heading,
+                tuple(c for c in section.chunks if c.section == chunk.section),
+            )
+            sections.append(own)
+    return sections
+
+
+def _lines(section: Section) -> list[_Line]:
+    """A section's lines: each table row with the table's header rows, each list item, each sentence of a
+    paragraph, each code block whole; headings are not lines."""
+    lines: list[_Line] = []
+    for position, item in enumerate(section.items):
+        if item.kind == "heading":
+            continue
+        if item.kind == "table":
+            rows = item.text.split("\n")
+            # The header is the rows above the rule; a table without a rule (a chunk that starts inside it) has none.
+            header = rows[:2] if len(rows) > 2 and is_rule(rows[1]) else []
+            for number, row in enumerate(rows[len(header) :]):
+                lines.append(_Line("\n".join([*header, row]), "table", item.chunk, section, (position, number)))
+        elif item.kind in ("text", "note") and len(item.text.split()) > 40:
+            for number, segment in enumerate(split_sentences(item.text)):
+                text = item.text[segment.start : segment.end]
+                lines.append(_Line(text, item.kind, item.chunk, section, (position, number)))
+        else:
+            lines.append(_Line(item.text, item.kind, item.chunk, section, (position, 0)))
+    return lines
+
+
+# --- when the documents do not answer after all ---------------------------------------------------
+
+
+def _states_asked_value(question: str, step: Step, quoted: Quoted, named: Sequence[str]) -> bool:
+    """Whether a shown line states the value asked, of the thing asked: a value of the kind asked
+    (abstention.stated_values), in a line that, with its section's label, names every one of `named`
+    (mon_osd_down_out_interval, KubeletTooManyPods: a neighbour's value is no answer), and for "how many
+    workers" a number of workers."""
+    if step.kind in ("heading", "omitted") or not stated_values(step.text, question):
+        return False
+    label = next((s.label for s in quoted.sections if s.path == step.path), "")
+    context = f"{label}\n{step.section}\n{step.text}"
+    if not all(identifier_in(identifier, context) for identifier in named):
+        return False
+    noun = counted_noun(question)
+    return noun is None or unit_of(noun) is not None or counts(step.text, noun)
+
+
+def _named_things(question: str, hits: Sequence[tuple[ChunkRow, float]]) -> list[str]:
+    """The strong identifiers of the question that the documents found hold, as they write them. A token the
+    documents do not hold (a pager's labels, `p99`, `5xx`, a name typed in capitals) is the evidence
+    decision's to weigh, never a reason here."""
+    named: list[str] = []
+    for identifier in extract_terms(question).identifiers:
+        if not is_strong_identifier(identifier) or is_noise_token(identifier):
+            continue
+        for chunk, _ in hits:
+            written = _as_written(identifier, f"{chunk.identifiers}\n{chunk.text}")
+            if written is not None:
+                named.append(written)
+                break
+    return named
+
+
+def _as_written(identifier: str, text: str) -> str | None:
+    if identifier_in(identifier, text):
+        return identifier
+    folded = identifier.casefold()
+    tokens = (token.strip(".,;:()[]`'\"") for token in text.split())
+    return next((token for token in tokens if token.casefold() == folded), None)
+
+
+def _refusal(question: str, kind: QuestionKind, quoted: Quoted, hits: Sequence[tuple[ChunkRow, float]]) -> str | None:
+    """A value asked that no line shown states, or a section about a sibling of what the question names."""
+    shown = "\n".join(step.text for step in quoted.steps)
+    named = _named_things(question, hits) if kind == "value" else []
+    if kind == "value" and not any(_states_asked_value(question, line, quoted, named) for line in quoted.steps):
+        asked = asked_quantity(question)
+        return f"the question asks for a value ({asked!r}) and no passage found states one"
+    labels = "\n".join(f"{section.label}" for section in quoted.sections)
+    given = {n: chunk.text for n, (chunk, _) in enumerate(hits, start=2)}
+    return other_subject_reason(question, {1: f"{labels}\n{shown}"}, {1: f"{labels}\n{shown}", **given})
