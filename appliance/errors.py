@@ -86,3 +86,15 @@ class UploadRefused(ApplianceError):
 class BackupError(ApplianceError):
     """A backup cannot be taken or restored: a tampered, partial or unknown backup (naming the file at fault),
     a running appliance, a home that is not empty."""
+
+
+class DiskFull(ApplianceError):
+    """A write found no space left on its device (ENOSPC, a quota, SQLite's "database or disk is full"). The
+    message names the path, the space the work needs and what is free (appliance.durable writes it); what
+    was there before the write is kept. The API answers 507."""
+
+    def __init__(self, message: str, path: str, needed: int | None, free: int | None) -> None:
+        super().__init__(message)
+        self.path = path
+        self.needed = needed
+        self.free = free

@@ -44,8 +44,8 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from appliance import audit as audit_module  # noqa: E402
-from appliance.audit import AuditLog  # noqa: E402
+from appliance.audit import writer as audit_writer  # noqa: E402
+from appliance.audit.writer import AuditLog  # noqa: E402
 from appliance.config import ReportsSettings, Settings, load_settings  # noqa: E402
 from appliance.reports.gaps import NOT_COVERED, gaps_report, searcher_probe  # noqa: E402
 from appliance.reports.period import parse_period  # noqa: E402
@@ -111,7 +111,7 @@ def seed_log(settings: Settings, items: list[dict[str, Any]], search: Callable[[
     askings = [(item, n) for item in items for n in range(1 + int(_fraction(item["text"]) * 3))]
     total = records or len(askings)
     step = 5 * DAY / total
-    with mock.patch.object(audit_module.os, "fsync", lambda fd: None):  # seeding speed only
+    with mock.patch.object(audit_writer.os, "fsync", lambda fd: None):  # seeding speed only
         for number, (item, n) in zip(range(total), itertools.cycle(askings), strict=False):
             clock[0] += step
             result = search(item["text"])

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from fastapi.testclient import TestClient
 
-from appliance.audit import read_records
+from appliance.audit.reader import read_records
 from appliance.config import Settings
 from appliance.ingest.pipeline import ingest
 from appliance.server.auth import TokenStore

@@ -20,7 +20,8 @@ from urllib.parse import urlsplit
 import pytest
 
 from appliance.answer.answerer import Answerer
-from appliance.audit import read_records, verify_audit
+from appliance.audit.reader import read_records
+from appliance.audit.verify import verify_audit
 from appliance.config import Settings
 from appliance.ingest.pipeline import ingest
 from appliance.server.app import create_app

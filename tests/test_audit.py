@@ -18,7 +18,9 @@ import numpy as np
 import pytest
 from click.testing import CliRunner, Result
 
-from appliance.audit import GENESIS, AuditError, AuditLog, verify_audit
+from appliance.audit.format import GENESIS, AuditError
+from appliance.audit.verify import verify_audit
+from appliance.audit.writer import AuditLog
 from appliance.cli.main import cli
 from appliance.config import Settings
 
@@ -365,7 +367,7 @@ def test_concurrent_threads_produce_one_verifiable_chain(home: Path) -> None:
 
 WRITER = """
 import sys
-from appliance.audit import AuditLog
+from appliance.audit.writer import AuditLog
 from appliance.config import Settings
 settings = Settings(home=sys.argv[1])
 settings.audit.max_file_bytes = 4096

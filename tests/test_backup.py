@@ -17,7 +17,7 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from appliance.audit import verify_audit
+from appliance.audit.verify import verify_audit
 from appliance.backup.manifest import MANIFEST_NAME
 from appliance.backup.restore import restore_backup, verify_backup
 from appliance.backup.snapshot import create_backup

@@ -10,7 +10,8 @@ import pytest
 from click.testing import CliRunner
 from fastapi.testclient import TestClient
 
-from appliance.audit import read_records, verify_audit
+from appliance.audit.reader import read_records
+from appliance.audit.verify import verify_audit
 from appliance.cli.main import cli
 from appliance.config import Settings
 from appliance.reports.feedback import read_ratings

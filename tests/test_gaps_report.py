@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 
-from appliance.audit import AuditLog
+from appliance.audit.writer import AuditLog
 from appliance.cli.main import cli
 from appliance.config import ReportsSettings, Settings
 from appliance.reports.gaps import (

@@ -25,7 +25,7 @@ from typing import Any, TypeVar
 import pytest
 from click.testing import CliRunner
 
-from appliance.audit import verify_audit
+from appliance.audit.verify import verify_audit
 from appliance.cli.main import cli
 from appliance.config import Settings, VectorSettings
 from appliance.ingest.pipeline import ingest

@@ -11,11 +11,11 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from appliance.durable import write_atomically
 from appliance.errors import BackupError
 
 MANIFEST_NAME = "manifest.json"
@@ -60,13 +60,7 @@ def write_manifest(root: Path, about: dict[str, Any]) -> dict[str, Any]:
     files = [entry.__dict__ for entry in list_files(root)]
     body = {"format": FORMAT, "version": VERSION, **about, "files": files}
     manifest = {**body, "digest": _digest(body)}
-    temporary = root / f".{MANIFEST_NAME}.tmp"
-    fd = os.open(temporary, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-    with os.fdopen(fd, "w") as handle:
-        handle.write(json.dumps(manifest, indent=1) + "\n")
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, root / MANIFEST_NAME)
+    write_atomically(root / MANIFEST_NAME, json.dumps(manifest, indent=1) + "\n", mode=0o600)
     return manifest
 
 

@@ -26,14 +26,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from appliance.audit import verify_audit
+from appliance.audit.verify import verify_audit
 from appliance.backup.manifest import file_sha256, read_manifest
 from appliance.backup.snapshot import AUDIT, CATALOG, SETTINGS, TOKENS, UPLOADS, VECTORS
 from appliance.config import Settings
+from appliance.durable import WORKING_MARGIN, ensure_space, reporting_disk_full
 from appliance.errors import BackupError, IndexBusy
-from appliance.index.index import Index
+from appliance.faults import crash_point
 from appliance.index.lock import writer_lock
 from appliance.index.ownership import local_store
+from appliance.index.snapshot import CatalogCopy
 
 # Entries of a home that are not state: the locks the restore holds, earlier restores' set-aside state.
 _NOT_STATE = ("index.lock", "chroma.owner", "appliance.toml")
@@ -88,9 +90,18 @@ def verify_backup(source: Path) -> dict[str, Any]:
 
 
 def restore_backup(settings: Settings, source: Path, *, force: bool = False) -> RestoreReport:
-    started = time.monotonic()
+    """Restore the backup `source` into the home of `settings`. A disk without room for the backup's files is
+    refused first; one that fills during the restore leaves the home as it was (DiskFull, naming the home)."""
     source = source.resolve()
     manifest = verify_backup(source)
+    needed = sum(int(entry["size"]) for entry in manifest["files"]) + WORKING_MARGIN
+    with reporting_disk_full(settings.home, needed, f"restoring {source}", restate=True):
+        ensure_space(settings.home, needed, f"restoring {source}")
+        return _restore(settings, source, manifest, force)
+
+
+def _restore(settings: Settings, source: Path, manifest: dict[str, Any], force: bool) -> RestoreReport:
+    started = time.monotonic()
     home = settings.home.resolve()
     home.mkdir(mode=0o700, parents=True, exist_ok=True)
     upload_dir = settings.upload_dir.resolve()
@@ -107,10 +118,12 @@ def restore_backup(settings: Settings, source: Path, *, force: bool = False) -> 
         staging.mkdir(mode=0o700)
         try:
             _copy_checked(source, staging, manifest["files"])
+            # In the staging copy, so that a disk that fills meanwhile leaves the home as it was.
+            relocated = _relocate_uploads(staging / CATALOG, Path(manifest["uploads"]["folder"]), upload_dir)
             aside = _move_aside(home, present, stamp) if present else None
             _put_in_place(staging, home, upload_dir)
         finally:
-            shutil.rmtree(staging, ignore_errors=True)
+            shutil.rmtree(staging, ignore_errors=True)  # a full disk, too, leaves the home as it was
         report = RestoreReport(
             home=home,
             source=source,
@@ -122,7 +135,7 @@ def restore_backup(settings: Settings, source: Path, *, force: bool = False) -> 
             moved_aside=aside,
         )
         report.notes += _restore_settings(source, home)
-        report.notes += _relocate_uploads(settings, Path(manifest["uploads"]["folder"]), upload_dir)
+        report.notes += relocated
         if manifest["vectors"].get("kind") != "local":
             report.notes.append(
                 f"the vectors lived on the Chroma server {manifest['vectors'].get('url')}: run `appliance reindex` "
@@ -174,6 +187,7 @@ def _copy_checked(source: Path, staging: Path, files: list[dict[str, Any]]) -> N
         target = staging / entry["path"]
         target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         shutil.copyfile(source / entry["path"], target)
+        crash_point("restore_copy", target)
         if file_sha256(target) != entry["sha256"]:
             raise BackupError(f"{source / entry['path']} changed while it was restored: refusing the backup")
 
@@ -210,18 +224,14 @@ def _restore_settings(source: Path, home: Path) -> list[str]:
     return [f"settings restored to {target}"]
 
 
-def _relocate_uploads(settings: Settings, old: Path, new: Path) -> list[str]:
-    """The upload folder's source and documents, moved in the catalog from where they were backed up."""
-    if old == new or not settings.catalog_path.exists():
+def _relocate_uploads(catalog: Path, old: Path, new: Path) -> list[str]:
+    """The upload folder's source and documents, moved in the (staging) catalog from where they were backed up."""
+    if old == new or not catalog.exists():
         return []
     if old.name != new.name:
         return [
             f"the upload folder was {old} and is now {new}: its documents keep their old paths until "
             "`appliance reindex` indexes them again under the new folder's name"
         ]
-    index = Index(settings)
-    try:
-        moved = index.relocate_source(str(old), str(new))
-    finally:
-        index.close()
+    moved = CatalogCopy(catalog).relocate_source(str(old), str(new))
     return [f"{moved} uploaded document(s) moved from {old} to {new} in the catalog"] if moved else []

@@ -26,10 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from appliance import __version__
-from appliance.audit import copy_audit_log, verify_audit
+from appliance.audit.reader import copy_audit_log
+from appliance.audit.verify import verify_audit
 from appliance.backup.manifest import write_manifest
 from appliance.config import Settings, config_file_path
+from appliance.durable import WORKING_MARGIN, ensure_space, reporting_disk_full, tree_size
 from appliance.errors import BackupError
+from appliance.faults import crash_point
 from appliance.index.index import Index
 from appliance.index.lock import writer_lock
 from appliance.index.snapshot import copy_database
@@ -78,19 +81,32 @@ def create_backup(settings: Settings, dest: Path, *, wait_s: float | None = None
     home = settings.home.resolve()
     if dest == home or home in dest.parents:
         raise BackupError(f"{dest} is inside the home {home}: put backups elsewhere")
-    dest.parent.mkdir(parents=True, exist_ok=True)
-    work = dest.parent / f".{dest.name}.partial-{int(time.time())}"
-    work.mkdir(mode=0o700)
-    try:
-        about, lock_wait_s = _snapshot(settings, work, settings.index.lock_timeout_s if wait_s is None else wait_s)
-        manifest = write_manifest(work, about)
-        if dest.exists():
-            dest.rmdir()  # empty, checked above
-        work.rename(dest)
-    except BaseException:
-        shutil.rmtree(work, ignore_errors=True)
-        raise
+    needed = backup_size(settings) + WORKING_MARGIN
+    with reporting_disk_full(dest, needed, "the backup", restate=True):
+        dest.parent.mkdir(parents=True, exist_ok=True)
+        ensure_space(dest.parent, needed, "the backup")
+        work = dest.parent / f".{dest.name}.partial-{int(time.time())}"
+        work.mkdir(mode=0o700)
+        try:
+            about, lock_wait_s = _snapshot(settings, work, settings.index.lock_timeout_s if wait_s is None else wait_s)
+            manifest = write_manifest(work, about)
+            if dest.exists():
+                dest.rmdir()  # empty, checked above
+            work.rename(dest)
+        except BaseException:
+            shutil.rmtree(work, ignore_errors=True)  # a full disk, too, leaves no partial backup behind
+            raise
     return BackupReport(dest, manifest, time.monotonic() - started, lock_wait_s)
+
+
+def backup_size(settings: Settings) -> int:
+    """About the bytes a backup of this home takes: what it copies (catalog, tokens, uploads, audit log, settings)
+    and, for the vectors it writes from the catalog, the size of the local store now."""
+    sources = [settings.catalog_path, settings.tokens_path, settings.upload_dir, settings.audit_dir]
+    if not settings.vectors.url:
+        sources.append(settings.chroma_path)
+    config = config_file_path()
+    return sum(tree_size(path) for path in [*sources, *([config] if config is not None else [])])
 
 
 def _snapshot(settings: Settings, work: Path, wait_s: float) -> tuple[dict[str, Any], float]:
@@ -102,6 +118,7 @@ def _snapshot(settings: Settings, work: Path, wait_s: float) -> tuple[dict[str, 
             catalog_copy = index.snapshot(work / CATALOG)
         finally:
             index.close()
+        crash_point("backup_catalog", work / CATALOG)
         upload_dir = settings.upload_dir.resolve()
         uploads = _copy_uploads(upload_dir, work / UPLOADS)
     catalog = catalog_copy.seal()
@@ -147,6 +164,7 @@ def _copy_uploads(folder: Path, target: Path) -> int:
         destination = target / relative
         destination.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         shutil.copyfile(path, destination)
+        crash_point("backup_upload", destination)
         copied += 1
     return copied
 

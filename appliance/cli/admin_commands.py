@@ -8,7 +8,8 @@ from typing import Any, cast
 
 import click
 
-from appliance.audit import tail_audit, verify_audit
+from appliance.audit.reader import tail_audit
+from appliance.audit.verify import verify_audit
 from appliance.cli.common import current_settings, echo_json, handle_errors
 from appliance.server.auth import ROLE_ALLOWS, ROLES, Role, TokenInfo, TokenStore
 

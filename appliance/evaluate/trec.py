@@ -8,10 +8,10 @@ file back gives the very same floats, and with them the very same order.
 from __future__ import annotations
 
 import math
-import os
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
+from appliance.durable import write_atomically
 from appliance.evaluate.errors import DataFileError
 from appliance.evaluate.metrics import rank_documents
 
@@ -29,7 +29,7 @@ def write_run(path: str | Path, run: RunRankings, tag: str, depth: int = 100) ->
         raise ValueError(f"depth must be at least 1, got {depth}")
     _check_token("tag", tag)
     lines = [line for qid in sorted(run) for line in _query_lines(qid, run[qid], tag, depth)]
-    _write_atomically(Path(path), "".join(lines))
+    write_atomically(Path(path), "".join(lines))
 
 
 def _query_lines(qid: str, ranking: QueryRanking, tag: str, depth: int) -> list[str]:
@@ -48,15 +48,6 @@ def _check_token(what: str, value: str) -> None:
     # Columns are whitespace-separated: an id with a space would shift every column after it.
     if not value or any(char.isspace() for char in value):
         raise ValueError(f"{what} {value!r} must be non-empty and without whitespace")
-
-
-def _write_atomically(path: Path, text: str) -> None:
-    temporary = path.with_name(path.name + ".tmp")
-    with temporary.open("w", encoding="utf-8", newline="\n") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(temporary, path)
 
 
 def read_run(path: str | Path) -> dict[str, dict[str, float]]:

@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 
 from appliance.config import Settings
+from appliance.durable import is_disk_full
 from appliance.errors import VectorStoreUnavailable
 from appliance.faults import crash_point
 from appliance.index import vector_sync, writes
@@ -164,7 +165,7 @@ class Index:
         with self._guard():
             for attempt in range(READ_ATTEMPTS):
                 if owner:
-                    vector_sync.apply_changes(self.catalog, self.vectors)
+                    owner = self._apply_for_reading()
                 conn.execute("BEGIN")
                 if not owner or attempt == READ_ATTEMPTS - 1 or not vector_sync.pending(conn):
                     break
@@ -175,6 +176,17 @@ class Index:
             finally:
                 self._reading = False
                 conn.execute("COMMIT")
+
+    def _apply_for_reading(self) -> bool:
+        """Apply the change log before a read; on a full disk the catalog answers alone (a hit goes through the
+        catalog, so vectors that lag behind it only miss the newest chunks) until there is room: False."""
+        try:
+            vector_sync.apply_changes(self.catalog, self.vectors)
+        except Exception as exc:
+            if not is_disk_full(exc, near=self.settings.chroma_path):
+                raise
+            return False
+        return True
 
     def vectors_owner(self) -> str | None:
         """Local store: who applies the changes ("this process", "pid N (…)", None: nobody now)."""
@@ -305,11 +317,6 @@ class Index:
     def add_source(self, path: str) -> None:
         """Remember a folder or file (resolved) as a source that reindex scans."""
         self.catalog.add_source(path)
-
-    def relocate_source(self, old: str, new: str) -> int:
-        """A source folder moved from `old` to `new` under the same name (an upload folder restored into
-        another home): its documents keep their paths and citations. Returns how many documents moved."""
-        return self.catalog.relocate_source(old, new)
 
     # --- a backup's snapshot (appliance.index.snapshot) ------------------------------------------
 

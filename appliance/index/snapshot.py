@@ -8,6 +8,8 @@
   own embeddings: the catalog is the source of truth. Copying the live Chroma folder would not give the
   same state: the server that owns it holds its graph in memory and writes it out when it pleases
   (appliance.index.ownership).
+* `CatalogCopy.relocate_source`, for a restore: the upload folder's source moved in the restore's staging copy,
+  before the copy replaces the home's catalog, so a disk that fills meanwhile leaves the home as it was.
 """
 
 from __future__ import annotations
@@ -44,7 +46,8 @@ def copy_database(source: Path, target: Path) -> None:
 
 @dataclass(frozen=True)
 class CatalogCopy:
-    """A copy of the catalog made by `Index.snapshot`: sealed, then its vectors exported, by the backup."""
+    """A copy of the catalog: made by `Index.snapshot`, sealed, then its vectors exported, by the backup; a
+    backup's copy being restored, its upload source relocated, by the restore."""
 
     path: Path
 
@@ -67,6 +70,21 @@ class CatalogCopy:
         if integrity != "ok":
             raise BackupError(f"the catalog snapshot fails SQLite's integrity check: {integrity}")
         return {**counts, "sources": sources}
+
+    def relocate_source(self, old: str, new: str) -> int:
+        """`Catalog.relocate_source` in the copy (the upload folder restored into another home: its documents
+        keep their paths and citations); the copy stays one self-contained file. Returns how many documents moved."""
+        catalog = Catalog(self.path)
+        try:
+            moved = catalog.relocate_source(old, new)
+        finally:
+            catalog.close()
+        conn = sqlite3.connect(self.path)
+        try:
+            conn.execute("PRAGMA journal_mode=DELETE")  # checkpointed into the file, or an error (a full disk)
+        finally:
+            conn.close()
+        return moved
 
     def export_vectors(self, vectors: VectorSettings, target: Path) -> int:
         """A local store at `target` (the collection and space of `vectors`) with one vector per chunk of

@@ -30,6 +30,7 @@ from urllib.parse import urlparse
 import numpy as np
 
 from appliance.config import VectorSettings
+from appliance.durable import WORKING_MARGIN, ensure_space, tree_size
 from appliance.errors import ApplianceError, ConfigError, VectorStoreUnavailable
 
 log = logging.getLogger(__name__)
@@ -261,7 +262,14 @@ class VectorIndex:
                 return found
             offset += PAGE
 
+    def _ensure_room(self, needed: int, what: str) -> None:
+        """A local store is never written without room to spare: Chroma, out of space mid-write, fails even its
+        reads afterwards (its compaction) and can hang its next write. DiskFull instead, with nothing written."""
+        if self.address is None:
+            ensure_space(self.local_path, needed + tree_size(self.local_path) // 4 + 2 * WORKING_MARGIN, what)
+
     def upsert(self, ids: Sequence[str], embeddings: np.ndarray, paths: Sequence[str]) -> None:
+        self._ensure_room(4 * int(np.asarray(embeddings).nbytes), f"writing {len(ids)} vector(s)")
         for start in range(0, len(ids), BATCH):
             end = start + BATCH
             self._call(
@@ -273,6 +281,8 @@ class VectorIndex:
 
     def delete(self, ids: Iterable[str]) -> None:
         id_list = list(ids)
+        if id_list:
+            self._ensure_room(512 * len(id_list), f"deleting {len(id_list)} vector(s)")
         for start in range(0, len(id_list), BATCH):
             self._call("delete", ids=id_list[start : start + BATCH])
 

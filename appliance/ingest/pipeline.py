@@ -12,11 +12,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence, Sized
-from contextlib import closing
+from contextlib import AbstractContextManager, closing
 from pathlib import Path
 from typing import Any
 
 from appliance.config import Settings
+from appliance.durable import WORKING_MARGIN, reporting_disk_full
 from appliance.errors import ApplianceError, DocumentError, SkippedDocument
 from appliance.index.catalog import DocumentRow
 from appliance.index.index import Index, Repair
@@ -39,7 +40,8 @@ def ingest(settings: Settings, paths: list[Path], progress: Progress | None = No
     for path in resolved:
         if not path.exists():
             raise ApplianceError(f"{path}: no such file or folder")
-    register_sources(settings, resolved)
+    with _reporting_disk_full(settings):
+        register_sources(settings, resolved)
     return reindex(settings, progress, only=[str(p) for p in resolved])
 
 
@@ -60,14 +62,14 @@ def register_sources(settings: Settings, paths: list[Path]) -> None:
 
 def reindex(settings: Settings, progress: Progress | None = None, only: list[str] | None = None) -> IngestReport:
     """Rescan every source (or `only` these) and bring the index up to date with the files."""
-    with writer_lock(settings.lock_path, settings.index.lock_timeout_s):
+    with _reporting_disk_full(settings), writer_lock(settings.lock_path, settings.index.lock_timeout_s):
         return reindex_locked(settings, progress, only)
 
 
 def reindex_locked(settings: Settings, progress: Progress | None = None, only: list[str] | None = None) -> IngestReport:
     """`reindex` for a caller that holds the writer lock already (an upload writes its file and indexes it
     under one hold of the lock, so a backup never sees the one without the other)."""
-    with closing(Index(settings)) as index:
+    with _reporting_disk_full(settings), closing(Index(settings)) as index:
         registered = index.sources()
         roots = only if only is not None else registered
         sources = [FolderSource(Path(root), settings.ingest) for root in roots]
@@ -84,35 +86,39 @@ def update_index(
 ) -> IngestReport:
     """The reindex loop: bring `index` up to date with what `sources` hold now (new, changed and gone
     documents), first repairing what an interrupted run or a wiped vector store left (Index.needs_reconcile).
-    `complete`: these are all the index's
-    sources, so the stored chunks are all made with this run's pipeline signature. The caller holds the
-    writer lock."""
-    started = time.monotonic()
-    report = IngestReport()
-    if index.needs_reconcile():
-        report.repaired = _repair_json(index.reconcile())
-    embedder = load_embedder(settings)
-    writer = BatchWriter(index, embedder, report)
-    ocr = page_reader(settings)
-    signature = pipeline_signature(settings)
-    rechunk = index.stored_pipeline_signature() != signature
-    try:
-        for source in sources:
-            _sync_source(settings, index, writer, source, report, progress, ocr, rechunk=rechunk)
-        writer.flush()
-    finally:
-        writer.close()
-        report.ocr_pages, report.ocr_seconds = ocr.pages, ocr.seconds
-    index.finish_run()
-    if complete:
-        index.record_pipeline_signature(signature)
-    index.record_reindex_time()
-    report.chunks_total = index.chunk_count()
-    handed = index.hand_over(settings.index.serve_wait_s)
-    report.vectors_applied_by, report.vectors_wait_s = handed.applied_by, handed.wait_s
-    report.vectors_pending = handed.pending
-    report.seconds = time.monotonic() - started
-    return report
+    `complete`: these are all the index's sources, so the stored chunks are all made with this run's pipeline
+    signature. The caller holds the writer lock.
+
+    A full disk stops the run with DiskFull (naming the home and about the space the batch being written
+    needs): every batch written before it stays, the one being written is not half there (appliance.index.writes),
+    and the next run, once there is room, goes on from there."""
+    with _reporting_disk_full(settings):
+        started = time.monotonic()
+        report = IngestReport()
+        if index.needs_reconcile():
+            report.repaired = _repair_json(index.reconcile())
+        embedder = load_embedder(settings)
+        writer = BatchWriter(index, embedder, report)
+        ocr = page_reader(settings)
+        signature = pipeline_signature(settings)
+        rechunk = index.stored_pipeline_signature() != signature
+        try:
+            for source in sources:
+                _sync_source(settings, index, writer, source, report, progress, ocr, rechunk=rechunk)
+            writer.flush()
+        finally:
+            writer.close()
+            report.ocr_pages, report.ocr_seconds = ocr.pages, ocr.seconds
+        index.finish_run()
+        if complete:
+            index.record_pipeline_signature(signature)
+        index.record_reindex_time()
+        report.chunks_total = index.chunk_count()
+        handed = index.hand_over(settings.index.serve_wait_s)
+        report.vectors_applied_by, report.vectors_wait_s = handed.applied_by, handed.wait_s
+        report.vectors_pending = handed.pending
+        report.seconds = time.monotonic() - started
+        return report
 
 
 def page_reader(settings: Settings) -> PageReader:
@@ -149,6 +155,11 @@ def pipeline_signature(settings: Settings) -> str:
         f"chunker={CHUNKER_VERSION};max_tokens={ingest.chunk_max_tokens};overlap={ingest.chunk_overlap_tokens};"
         f"embedder={embedder};ocr={ocr}"
     )
+
+
+def _reporting_disk_full(settings: Settings) -> AbstractContextManager[None]:
+    """A full disk anywhere in a run, said as DiskFull naming the home (a batch's write says more itself)."""
+    return reporting_disk_full(settings.home, WORKING_MARGIN, "indexing (the catalog and the vectors under it)")
 
 
 def _repair_json(repair: Repair) -> dict[str, Any]:

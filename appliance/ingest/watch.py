@@ -24,6 +24,8 @@ import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
+from appliance.durable import write_atomically
+
 IN_ATTRIB = 0x00000004
 IN_CLOSE_WRITE = 0x00000008
 IN_MOVED_FROM = 0x00000040
@@ -185,6 +187,4 @@ def write_trigger(path: Path, changed: list[Path]) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
     first = str(changed[0]) if changed else ""
     more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
-    partial = path.with_name(f".{path.name}.partial")
-    partial.write_text(f"{time.time():.3f} changed: {first}{more}\n")
-    os.replace(partial, path)
+    write_atomically(path, f"{time.time():.3f} changed: {first}{more}\n")

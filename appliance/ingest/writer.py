@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from appliance.durable import WORKING_MARGIN, reporting_disk_full
 from appliance.index.catalog import DocumentRow, text_sha256
 from appliance.index.index import Index
 from appliance.index.records import Chunk
@@ -183,9 +184,22 @@ class BatchWriter:
                 )
             )
             offset += count
-        self.index.write_documents(documents)
+        needed = space_needed(documents)
+        with reporting_disk_full(
+            self.index.settings.home, needed, f"writing {len(documents)} document(s) to the index"
+        ):
+            self.index.write_documents(documents)
         for item in batch:
             if item.existing is None:
                 self.report.added += 1
             else:
                 self.report.updated += 1
+
+
+def space_needed(documents: list[EmbeddedDocument]) -> int:
+    """About what writing these documents takes on disk: each chunk's text three times (its row and the two
+    FTS5 tables) and its vector twice (the catalog and the vector store), doubled for the write-ahead logs,
+    plus the working margin."""
+    text = sum(len(chunk.text.encode("utf-8")) for document in documents for chunk in document.chunks)
+    vectors = sum(int(document.embeddings.nbytes) for document in documents)
+    return 2 * (3 * text + 2 * vectors) + WORKING_MARGIN

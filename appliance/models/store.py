@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from appliance.durable import write_atomically
 from appliance.errors import ApplianceError, ModelNotFound
 
 STORE_MANIFEST = "store.json"
@@ -94,9 +95,7 @@ class ModelStore:
     def _write_manifest(self, models: list[StoredModel]) -> None:
         models = sorted(models, key=lambda m: (m.role, m.name))
         data = {"models": [asdict(m) for m in models]}
-        tmp = self.manifest_path.with_suffix(".tmp")
-        tmp.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
-        os.replace(tmp, self.manifest_path)
+        write_atomically(self.manifest_path, json.dumps(data, indent=2) + "\n")
 
     def add(
         self,

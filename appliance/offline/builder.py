@@ -38,6 +38,8 @@ BOOTSTRAP_MODULES = (
     "appliance/__init__.py",
     "appliance/offline_env.py",
     "appliance/errors.py",
+    "appliance/faults.py",
+    "appliance/durable.py",
     "appliance/offline/__init__.py",
     "appliance/offline/manifest.py",
     "appliance/offline/archive.py",

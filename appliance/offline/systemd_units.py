@@ -24,13 +24,14 @@ import re
 import shutil
 import subprocess
 import sys
-import tempfile
 import time
 import urllib.error
 import urllib.request
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from appliance.durable import write_atomically
 
 TEMPLATE_NAMES = (
     "appliance.service",
@@ -245,25 +246,6 @@ def render_units(templates: Path, params: UnitParams) -> dict[str, str]:
     return units
 
 
-def _write_atomically(path: Path, text: str, mode: int = 0o644) -> None:
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(tmp, mode)  # mkstemp creates 0600, whatever the umask
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-    dir_fd = os.open(path.parent, os.O_RDONLY)
-    try:
-        os.fsync(dir_fd)
-    finally:
-        os.close(dir_fd)
-
-
 class UnitInstallError(RuntimeError):
     """A systemctl, useradd or groupadd command failed; the message says which and why."""
 
@@ -299,7 +281,7 @@ def install_units(
     unit_dir.mkdir(parents=True, exist_ok=True)
     actions: list[str] = []
     for name, text in units.items():
-        _write_atomically(unit_dir / name, text)
+        write_atomically(unit_dir / name, text)
         actions.append(f"wrote {unit_dir / name}")
     if not enable:
         return actions

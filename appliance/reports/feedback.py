@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from appliance.audit import find_record, read_records
+from appliance.audit.reader import find_record, read_records
 from appliance.reports.period import Period
 
 RATINGS = ("up", "down")

@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from appliance.audit import read_records
+from appliance.audit.reader import read_records
 from appliance.config import ReportsSettings
 from appliance.reports.feedback import ANSWER_ENDPOINTS, rated_down
 from appliance.reports.period import Period

@@ -6,7 +6,7 @@ import re
 import time
 from dataclasses import dataclass
 
-from appliance.audit import iso_time
+from appliance.audit.format import iso_time
 from appliance.errors import ApplianceError
 
 _PERIOD_RE = re.compile(r"\s*(\d{1,5})\s*([mhdw])\s*", re.ASCII)

@@ -42,7 +42,7 @@ from fastapi.openapi.utils import get_openapi
 
 from appliance import __version__
 from appliance.answer.answerer import Answerer
-from appliance.audit import AuditLog
+from appliance.audit.writer import AuditLog
 from appliance.config import Settings, load_settings
 from appliance.errors import ApplianceError
 from appliance.server import (

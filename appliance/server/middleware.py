@@ -21,6 +21,7 @@ from starlette.datastructures import MutableHeaders
 from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from appliance.errors import DiskFull
 from appliance.server.auditing import AUDITED, write_audit
 from appliance.server.problems import Problem, log_unexpected, problem_for_error, problem_response
 from appliance.server.security import apply_security_headers
@@ -164,5 +165,7 @@ class RequestContextMiddleware:
                     )
                 )
         except Exception as exc:
-            # Losing an audit record is serious but must not turn an answered request into an error.
-            log.error("request_id=%s the audit record could not be written: %s", request_id, type(exc).__name__)
+            # Losing an audit record is serious but must not turn an answered request into an error. A full disk
+            # is said with its path and sizes (DiskFull's message holds nothing of the request).
+            why = str(exc) if isinstance(exc, DiskFull) else type(exc).__name__
+            log.error("request_id=%s the audit record could not be written: %s", request_id, why)

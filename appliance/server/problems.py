@@ -20,6 +20,7 @@ from starlette.responses import Response
 from appliance.errors import (
     ApplianceError,
     ConfigError,
+    DiskFull,
     DocumentUnavailable,
     GeneratorBusy,
     GeneratorError,
@@ -55,6 +56,7 @@ _TITLES = {
     502: "Generator failed",
     503: "Service unavailable",
     504: "Timed out",
+    507: "Insufficient storage",
 }
 
 
@@ -130,6 +132,8 @@ def problem_for_error(exc: BaseException) -> Problem:
         return Problem(exc.status, str(exc), title=title, extra={"field": exc.field})
     if isinstance(exc, DocumentUnavailable):
         return Problem(exc.status, str(exc), title=exc.title)
+    if isinstance(exc, DiskFull):
+        return Problem(507, str(exc), title="Disk full")
     if isinstance(exc, ConfigError):
         return Problem(500, str(exc), title="Configuration error")
     if isinstance(exc, ApplianceError):

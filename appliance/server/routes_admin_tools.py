@@ -19,7 +19,7 @@ import anyio
 from fastapi import APIRouter, Request
 from starlette.responses import Response
 
-from appliance.audit import verify_audit
+from appliance.audit.verify import verify_audit
 from appliance.errors import ApplianceError
 from appliance.models.store import ModelStore
 from appliance.server.access import CanAdminister, CanReadAudit

@@ -5,7 +5,7 @@
 
 The upload is indexed before the response: 201 with the document id and the outcome, or a problem naming
 the field or the file (413 too large, 415 a type that is not indexed, 422 an unsafe name or a file that
-cannot be indexed, 409 a name taken without replace=true or the index busy) with nothing written.
+cannot be indexed, 409 a name taken without replace=true or the index busy, 507 a full disk) with nothing written.
 """
 
 from __future__ import annotations
@@ -31,6 +31,7 @@ RESPONSES: dict[int | str, dict[str, Any]] = {
     409: {"description": "A file of that name exists (send replace=true), or another reindex holds the index."},
     413: {"description": "The file is larger than uploads.max_file_bytes; nothing was written."},
     415: {"description": "Not multipart/form-data, or a file type that is not indexed."},
+    507: {"description": "The disk is full (the detail names the path and the space needed); nothing was stored."},
 }
 MULTIPART_BODY = {
     "requestBody": {

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import Request
 
 from appliance.answer.answerer import Answerer
-from appliance.audit import AuditLog
+from appliance.audit.writer import AuditLog
 from appliance.config import Settings
 from appliance.index.catalog import Catalog, DocumentRow
 from appliance.models.generation import Generator

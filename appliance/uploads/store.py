@@ -13,6 +13,7 @@ reindexed; and if that reindex fails the folder is put back as it was.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import secrets
 import time
@@ -21,7 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from appliance.config import Settings
-from appliance.errors import ApplianceError, DocumentError, SkippedDocument, UploadRefused
+from appliance.durable import WORKING_MARGIN, ensure_space, fsync_dir, reporting_disk_full, size_text
+from appliance.errors import ApplianceError, DiskFull, DocumentError, SkippedDocument, UploadRefused
+from appliance.faults import crash_point
 from appliance.index.catalog import Catalog, DocumentRow
 from appliance.index.lock import writer_lock
 from appliance.ingest.loaders import load_bytes
@@ -100,7 +103,9 @@ def store_upload(settings: Settings, raw_name: str | None, data: bytes, *, repla
     folder = upload_folder(settings)
     shown = f"{display_prefix(folder)}/{name}"
     target = folder / name
-    with writer_lock(settings.lock_path, settings.index.lock_timeout_s):
+    needed = len(data) + WORKING_MARGIN
+    storing = f"storing the upload {shown} ({size_text(len(data))}) and indexing it"
+    with reporting_disk_full(target, needed, storing), writer_lock(settings.lock_path, settings.index.lock_timeout_s):
         try:
             register_sources(settings, [folder])
         except UploadRefused:
@@ -113,14 +118,22 @@ def store_upload(settings: Settings, raw_name: str | None, data: bytes, *, repla
             raise UploadRefused(409, "file", f"{shown} exists already: send replace=true to replace it")
         if exists and (target.is_symlink() or not target.is_file()):
             raise UploadRefused(409, "file", f"{shown} exists and is not a regular file: it is left alone")
-        kept = _write_atomically(folder, target, data, replace=exists)
+        ensure_space(folder, needed, storing)
+        kept = _place_upload(folder, target, data, replace=exists)
         try:
             report = reindex_locked(settings, only=[str(folder)])
-        except BaseException:
-            _undo(folder, target, kept)
+        except BaseException as exc:
+            if not _in_catalog(settings, shown, data):
+                _undo(folder, target, kept)
+                raise
+            # The catalog took the new version before the run failed (its vectors, say, found no room): the
+            # file stays, so that the folder and the index agree; the vectors catch up once there is room.
+            _forget(kept)
+            if isinstance(exc, DiskFull):
+                stored = f"{shown} is stored and indexed, its vectors not yet: {exc}"
+                raise DiskFull(stored, exc.path, exc.needed, exc.free) from exc
             raise
-        if kept is not None:
-            kept.unlink()
+        _forget(kept)
         after = _document(settings, shown)
     if after is None:  # another writer removed it in between: cannot happen under the lock, said if it does
         raise UploadRefused(409, "file", f"{shown} was written but is not in the index")
@@ -164,7 +177,7 @@ def delete_upload(settings: Settings, document_id: int) -> UploadOutcome:
             )
         with contextlib.suppress(FileNotFoundError):
             path.unlink()
-        _fsync_dir(folder)
+        fsync_dir(folder)
         report = reindex_locked(settings, only=[str(folder)])
     return UploadOutcome(
         document.path, "removed", None, None, None, 0, document.size, time.monotonic() - started, report
@@ -179,7 +192,21 @@ def _document(settings: Settings, path: str) -> DocumentRow | None:
         catalog.close()
 
 
-def _write_atomically(folder: Path, target: Path, data: bytes, *, replace: bool) -> Path | None:
+def _in_catalog(settings: Settings, path: str, data: bytes) -> bool:
+    """Whether the catalog holds this very content at `path` (False when it cannot even be read)."""
+    try:
+        document = _document(settings, path)
+    except Exception:
+        return False
+    return document is not None and document.status == "indexed" and document.sha256 == hashlib.sha256(data).hexdigest()
+
+
+def _forget(kept: Path | None) -> None:
+    if kept is not None:
+        kept.unlink()
+
+
+def _place_upload(folder: Path, target: Path, data: bytes, *, replace: bool) -> Path | None:
     """Write `data` to `target` all at once or not at all; return a hidden hard link to the file it replaced."""
     token = secrets.token_hex(8)
     temporary = folder / f".upload-{token}.tmp"
@@ -189,6 +216,7 @@ def _write_atomically(folder: Path, target: Path, data: bytes, *, replace: bool)
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
+        crash_point("upload_file", target)
         kept = None
         if replace:
             kept = folder / f".replaced-{token}.tmp"
@@ -205,7 +233,7 @@ def _write_atomically(folder: Path, target: Path, data: bytes, *, replace: bool)
         with contextlib.suppress(FileNotFoundError):
             temporary.unlink()
         raise
-    _fsync_dir(folder)
+    fsync_dir(folder)
     return kept
 
 
@@ -216,12 +244,4 @@ def _undo(folder: Path, target: Path, kept: Path | None) -> None:
             os.replace(kept, target)
         else:
             target.unlink()
-    _fsync_dir(folder)
-
-
-def _fsync_dir(path: Path) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        os.fsync(fd)
-    finally:
-        os.close(fd)
+    fsync_dir(folder)

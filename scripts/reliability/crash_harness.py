@@ -43,6 +43,7 @@ from typing import Any
 import httpx
 
 from appliance.config import Settings
+from appliance.index.catalog import Catalog, DocumentRow
 from appliance.index.index import Index
 from appliance.ingest.pipeline import ingest
 from appliance.retrieve.search import Searcher
@@ -118,7 +119,7 @@ class Corpus:
     def files(self) -> list[Path]:
         return sorted(p for p in self.root.rglob("*") if p.is_file())
 
-    def _text(self, tag: str, suffix: str) -> str:
+    def text(self, tag: str, suffix: str) -> str:
         rng = self.rng
         sections = rng.sample(_TOPICS, rng.randint(2, 4))
         parts: list[str] = []
@@ -142,13 +143,13 @@ class Corpus:
         folder = self.root / self.rng.choice(["", "", "area-a", "area-b/sub"])
         folder.mkdir(parents=True, exist_ok=True)
         path = folder / f"sop-{tag.lower()}{suffix}"
-        path.write_text(self._text(tag, suffix))
+        path.write_text(self.text(tag, suffix))
         return path
 
     def edit(self, path: Path) -> None:
         match = TAG_RE.search(path.read_text())
         assert match is not None, path
-        path.write_text(self._text(match.group(0), path.suffix))
+        path.write_text(self.text(match.group(0), path.suffix))
 
     def move(self, path: Path) -> Path:
         folder = self.root / self.rng.choice(["", "area-a", "area-c", "area-b/sub"])
@@ -181,7 +182,7 @@ class Corpus:
 
 def snapshot(settings: Settings) -> Snapshot:
     """(documents with their sorted chunk ids, Chroma's id set)."""
-    _fresh_chroma()
+    fresh_chroma()
     index = Index(settings)
     try:
         rows = index.catalog.conn.execute(
@@ -190,14 +191,14 @@ def snapshot(settings: Settings) -> Snapshot:
         vector_ids = index.vectors.ids()
     finally:
         index.close()
-        _fresh_chroma()
+        fresh_chroma()
     grouped: dict[str, list[str]] = {}
     for path, chunk_id in rows:
         grouped.setdefault(path, []).extend([chunk_id] if chunk_id else [])
     return [(path, tuple(ids)) for path, ids in grouped.items()], vector_ids
 
 
-def _fresh_chroma() -> None:
+def fresh_chroma() -> None:
     """Forget every Chroma client of this process: a PersistentClient keeps its HNSW graph in memory and
     would not see what another process (the reindex just killed) wrote."""
     from chromadb.api.client import SharedSystemClient
@@ -208,7 +209,7 @@ def _fresh_chroma() -> None:
 def check_index(settings: Settings, allow_interrupted: bool = True) -> tuple[dict[str, Any], list[str]]:
     """What a reader finds: figures and the problems (empty when everything holds)."""
     problems: list[str] = []
-    _fresh_chroma()
+    fresh_chroma()
     index = Index(settings)
     try:
         consistency = index.check()
@@ -232,14 +233,8 @@ def check_index(settings: Settings, allow_interrupted: bool = True) -> tuple[dic
         vector_ids = list(index.vectors.collection.get(include=[])["ids"])
         if len(vector_ids) != len(set(vector_ids)):
             problems.append(f"Chroma holds {len(vector_ids) - len(set(vector_ids))} duplicate ids")
-        tags: dict[str, str] = {}
-        for doc in indexed:
-            texts = catalog.chunks_by_ids(catalog.chunk_ids_of(doc.path))
-            found = next((m.group(0) for row in texts.values() if (m := TAG_RE.search(row.text))), None)
-            if found is None:
-                problems.append(f"{doc.path}: its tag is in none of its chunks")
-            else:
-                tags[doc.path] = found
+        tags, missing = document_tags(catalog, indexed)
+        problems += missing
         figures = {
             "documents": len(indexed),
             "chunks": consistency.catalog_chunks,
@@ -252,20 +247,41 @@ def check_index(settings: Settings, allow_interrupted: bool = True) -> tuple[dic
         index.close()
     searcher = Searcher(settings)
     try:
-        for path, tag in tags.items():
-            for mode in ("lexical", "hybrid"):
-                hits = searcher.search(tag, k=20, mode=mode).hits  # type: ignore[arg-type]
-                if path not in {hit.path for hit in hits}:
-                    problems.append(f"{path}: a {mode} search for its tag {tag} does not find it")
-                if len({hit.chunk_id for hit in hits}) != len(hits):
-                    problems.append(f"a {mode} search for {tag} returned a chunk twice")
-                stale = {hit.path for hit in hits} - known
-                if stale:
-                    problems.append(f"a {mode} search for {tag} returned documents not in the catalog: {stale}")
+        problems += search_problems(searcher, tags, known)
     finally:
         searcher.close()
-        _fresh_chroma()
+        fresh_chroma()
     return figures, problems
+
+
+def document_tags(catalog: Catalog, indexed: list[DocumentRow]) -> tuple[dict[str, str], list[str]]:
+    """Each indexed document's own tag, read from its chunks; the problems (a document whose tag is in none)."""
+    tags: dict[str, str] = {}
+    problems: list[str] = []
+    for doc in indexed:
+        texts = catalog.chunks_by_ids(catalog.chunk_ids_of(doc.path))
+        found = next((m.group(0) for row in texts.values() if (m := TAG_RE.search(row.text))), None)
+        if found is None:
+            problems.append(f"{doc.path}: its tag is in none of its chunks")
+        else:
+            tags[doc.path] = found
+    return tags, problems
+
+
+def search_problems(searcher: Searcher, tags: dict[str, str], known: set[str]) -> list[str]:
+    """Every document found by a lexical and a hybrid search for its tag, no chunk twice, nothing unknown."""
+    problems: list[str] = []
+    for path, tag in tags.items():
+        for mode in ("lexical", "hybrid"):
+            hits = searcher.search(tag, k=20, mode=mode).hits  # type: ignore[arg-type]
+            if path not in {hit.path for hit in hits}:
+                problems.append(f"{path}: a {mode} search for its tag {tag} does not find it")
+            if len({hit.chunk_id for hit in hits}) != len(hits):
+                problems.append(f"a {mode} search for {tag} returned a chunk twice")
+            stale = {hit.path for hit in hits} - known
+            if stale:
+                problems.append(f"a {mode} search for {tag} returned documents not in the catalog: {stale}")
+    return problems
 
 
 def _holds_writer_lock(pid: int, lock_path: Path) -> bool:

@@ -46,6 +46,12 @@ SUMMARIES: dict[str, Callable[[dict[str, Any]], str]] = {
         f"{r['matrix_cells']} auth-matrix cells, {r['traversal_probes']} traversal probes, "
         f"{len(r['findings'])} findings; fuzz tests: {r['pytest']}"
     ),
+    "disk full": lambda r: (
+        f"{r['rounds']} rounds of ENOSPC (a tmpfs full before {r['full']}, filling during {r['filling']}; "
+        f"{r['injected']} injected at a random write point) under ingest, upload, backup, restore and audit "
+        f"records: {r['disk_full']} stopped with DiskFull, nothing lost, the next run completed; problems "
+        f"{len(r['round_problems']) + len(r['problems'])}"
+    ),
     "leaks": lambda r: (
         f"{r['files']} log/audit files scanned for {r['secrets']} token secrets and {r['answers']} answers: "
         f"{len(r['leaks'])} found"
@@ -66,14 +72,15 @@ def render(
         "",
         "Written by `make reliability` (`scripts/reliability/run_all.py`); the same harnesses run a short round",
         "each in `make test` (tests/test_zero_network.py, test_crash_harness.py, test_concurrency.py,",
-        "test_hostile_inputs.py, test_security_matrix.py).",
+        "test_hostile_inputs.py, test_security_matrix.py, test_disk_full.py).",
         "",
         f"- date: {started.strftime('%Y-%m-%d %H:%M UTC')}, {seconds / 60:.1f} minutes",
         f"- machine: {host['cpu']}, {host['cores']} cores, {host['memory']}, Linux {host['kernel']}, "
         f"Python {host['python']}, load average at start {host['load_at_start']} (shared with other work), "
         f"run as {host['user']}",
         f"- settings: {options['kills']} reindex kills, {options['serve_kills']} serve kills, "
-        f"{options['clients']} clients for {options['load_seconds']:.0f} s",
+        f"{options['clients']} clients for {options['load_seconds']:.0f} s, "
+        f"{options.get('disk_full_rounds', 0)} disk-full rounds",
         f"- verdict: {'everything held' if ok else '**something did not hold: see below**'}",
         "",
     ]
@@ -232,6 +239,7 @@ def render(
         ]
         for failure in sec["matrix_failures"]:
             out.append(f"- {failure}")
+    out += disk_full_lines(results.get("disk full", {}))
     if leaks and "files" in leaks:
         out += [
             "## Secrets and answers in logs",
@@ -243,3 +251,44 @@ def render(
         ]
         out += [f"- {leak}" for leak in leaks["leaks"]]
     return "\n".join(out).rstrip() + "\n"
+
+
+def disk_full_lines(full: dict[str, Any]) -> list[str]:
+    if not full or "by_operation" not in full:
+        return []
+    out = ["## Disk full", ""]
+    out += [
+        "The home (catalog, vectors, audit log, uploads), the backups and a restore target on a "
+        f"{full['file_system']}; {full['rounds']} rounds take turns over the operations. In {full['full']} a "
+        "ballast file had filled the disk until a random number of bytes was left (none to what the operation took "
+        f"last time); in {full['filling']}, with room for the operation and 3 MiB more, another writer filled it "
+        "while the operation ran (in a random share of the time it took last time), so that it ran out at a random "
+        f"point past the checks before a write; in {full['injected']} ENOSPC came from "
+        "a random named write point on (APPLIANCE_FAULT_DISK_FULL_AT=*:n). "
+        "The operation ran in the harness's process, as the server runs uploads and audit records. While the disk "
+        "was still full: the error is DiskFull naming the path, the space needed and what is free; a reader "
+        "opened before (the running server) finds every document the catalog holds by a lexical and a hybrid "
+        "search for its tag; the audit log verifies; the upload folder and the catalog agree, with no temporary "
+        "left; every backup folder has a manifest that verifies and no partial one is left; a failed restore "
+        "left its target as it was. Then the space was freed: the index checked as a fresh reader finds it, and "
+        "the same operation run again had to complete.",
+        "",
+    ]
+    rows = [
+        [op, *(row.get(key, 0) for key in ("full", "filling", "injected", "disk full", "completed"))]
+        for op, row in full["by_operation"].items()
+    ]
+    header = ["operation", "full before", "filling during", "injected", "stopped with DiskFull", "completed"]
+    out += _table(header, rows)
+    out += ["", "Where the injected faults fired: " + ", ".join(f"{k} {v}" for k, v in full["points"].items()), ""]
+    out += ["What an operator read (the last round of each on the tmpfs):", ""]
+    out += [f"- {op}: `{message}`" for op, message in full.get("messages", {}).items()]
+    out += [
+        "",
+        f"Problems: {len(full['round_problems']) + len(full['problems'])}. After the last round a reindex equals "
+        f"a clean build of the same folders (documents and chunk ids): {_yes(full.get('equals_clean_build'))} "
+        f"({full.get('final_documents')} documents, {full.get('final_chunks')} chunks).",
+        "",
+    ]
+    out += [f"- {problem}" for problem in full["round_problems"] + full["problems"]]
+    return out

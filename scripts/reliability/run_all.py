@@ -1,7 +1,7 @@
 """`make reliability`: every reliability harness with the long settings, then RELIABILITY.md.
 
     .venv/bin/python scripts/reliability/run_all.py [--kills 50] [--serve-kills 5] [--clients 32]
-        [--load-seconds 60] [--output RELIABILITY.md] [--keep]
+        [--load-seconds 60] [--disk-full-rounds 60] [--output RELIABILITY.md] [--keep]
 
 1. zero network: `appliance bundle` (cpu-small) → install under strace with the network cut off → the
    installed appliance's ingest, serve, real answer (Qwen), refusal, search, reindex, status, all traced;
@@ -12,7 +12,10 @@
    Qwen while a reindex edits and deletes; and whether another process's reindex reaches the server;
 4. hostile inputs: one ingest over every kind of bad file, as an unprivileged user;
 5. security: the auth matrix, traversal and headers against a real server, the API fuzz tests
-   (schemathesis + hypothesis), and every log and audit file scanned for token secrets and answers.
+   (schemathesis + hypothesis);
+6. disk full: `--disk-full-rounds` rounds of ingest, upload, backup, restore and audit records on a small
+   tmpfs that fills at a random point, or with ENOSPC injected at a random named write point;
+7. leaks: every log and audit file of the runs above scanned for token secrets and answers.
 
 Exit 0 when everything held. Work files go to a temporary folder, removed unless --keep.
 """
@@ -36,7 +39,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))  # run as a script: make `scripts.` importable
 
-from scripts.reliability import concurrency, crash_harness, hostile, netguard, security, zero_network
+from scripts.reliability import concurrency, crash_harness, disk_full, hostile, netguard, security, zero_network
 from scripts.reliability.procs import REPO, VENV_APPLIANCE, clean_env
 
 MODELS = REPO / "models"
@@ -254,6 +257,29 @@ def leaks_section(run: Run) -> dict[str, Any]:
     }
 
 
+def disk_full_section(run: Run, rounds: int) -> dict[str, Any]:
+    report = disk_full.run_disk_full_rounds(run.work / "disk-full", MODELS, rounds, seed=2042, log=log)
+    return {
+        "ok": report.ok and len(report.rounds) >= rounds,
+        "rounds": len(report.rounds),
+        "file_system": report.file_system,
+        "full": sum(1 for r in report.rounds if r.fault == "full"),
+        "filling": sum(1 for r in report.rounds if r.fault == "filling"),
+        "injected": sum(1 for r in report.rounds if r.fault == "injected"),
+        "disk_full": report.failed_rounds,
+        "by_operation": report.table(),
+        "points": report.points(),
+        "messages": {
+            r.operation: r.message for r in report.rounds if r.outcome == "disk full" and r.fault != "injected"
+        },
+        "round_problems": report.round_problems,
+        "problems": report.problems,
+        "equals_clean_build": report.equals_clean_build,
+        "final_documents": report.final_documents,
+        "final_chunks": report.final_chunks,
+    }
+
+
 def _proc_field(path: str, prefix: str) -> str | None:
     try:
         with open(path) as handle:
@@ -283,6 +309,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--serve-kills", type=int, default=5, help="SIGKILLs of a busy appliance serve")
     parser.add_argument("--clients", type=int, default=32)
     parser.add_argument("--load-seconds", type=float, default=60.0)
+    parser.add_argument("--disk-full-rounds", type=int, default=60, help="rounds of a disk that fills mid-way")
     parser.add_argument("--output", type=Path, default=REPO / "RELIABILITY.md")
     parser.add_argument("--keep", action="store_true", help="keep the work folder")
     parser.add_argument("--only", nargs="*", default=None, help="run only these sections (for trials)")
@@ -300,6 +327,7 @@ def main(argv: list[str] | None = None) -> int:
         ("concurrency", lambda: concurrency_section(run, args.clients, args.load_seconds)),
         ("hostile inputs", lambda: hostile_section(run)),
         ("security", lambda: security_section(run)),
+        ("disk full", lambda: disk_full_section(run, args.disk_full_rounds)),
         ("leaks", lambda: leaks_section(run)),
     ]
     try:
