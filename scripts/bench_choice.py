@@ -71,13 +71,19 @@ def main() -> int:
     parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-choice")
     parser.add_argument("--models-dir", type=Path, default=REPO / "models")
     parser.add_argument("--json", type=Path, default=REPO / "scripts" / "results" / "bench_choice.json")
+    parser.add_argument(
+        "--same-home",
+        action="store_true",
+        help="Both versions read the indexes under --home (same chunker and schema).",
+    )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         baseline_tree = Path(scratch) / "baseline"
         subprocess.run(["git", "worktree", "add", "--detach", str(baseline_tree), args.baseline], cwd=REPO, check=True)
         try:
-            before = run(baseline_tree, args, Path(scratch) / "before.json", args.home / "before")
-            after = run(REPO, args, Path(scratch) / "after.json", args.home / "after")
+            homes = (args.home, args.home) if args.same_home else (args.home / "before", args.home / "after")
+            before = run(baseline_tree, args, Path(scratch) / "before.json", homes[0])
+            after = run(REPO, args, Path(scratch) / "after.json", homes[1])
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(baseline_tree)], cwd=REPO, check=False)
     table: dict[str, Any] = {}
