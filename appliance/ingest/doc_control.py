@@ -32,7 +32,9 @@ _NUMBER_LABEL = re.compile(
 )
 _TITLE_LABEL = re.compile(r"^(?:(?:sop|document|procedure)\s+)?(?:title|name)$", re.IGNORECASE)
 _REVISION_LABEL = re.compile(
-    r"^(?:rev|revision|version|ver|issue|edition)\.?\s*(?:no|nr|number|#|level)?\.?$", re.IGNORECASE
+    r"^(?:(?:sop|document|doc|procedure|irm|policy)\s+)?(?:rev|revision|version|ver|issue|edition)\.?\s*"
+    r"(?:no|nr|number|#|level)?\.?$",
+    re.IGNORECASE,
 )
 _EFFECTIVE_LABEL = re.compile(
     r"^(?:effective|effective\s+(?:date|from|on)|date\s+effective|issue\s+date|date\s+of\s+issue|issued(?:\s+on)?"
@@ -49,7 +51,7 @@ _REVIEW_LABEL = re.compile(
 _CYCLE_LABEL = re.compile(r"^review\s+(?:cycle|period|frequency|interval)$", re.IGNORECASE)
 
 _NUMBER_VALUE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9\-_./ ]{0,28}[A-Za-z0-9]$|^[A-Za-z0-9]$")
-_REVISION_VALUE = re.compile(r"^(?:v\.?\s*)?(\d{1,3}(?:\.\d{1,3}){0,2}|[A-Z]{1,2}\d{0,2}|\d{1,3}[A-Z])$", re.IGNORECASE)
+_REVISION_VALUE = re.compile(r"^(?:v\.?\s*)?(\d{1,6}(?:\.\d{1,3}){0,2}|[A-Z]{1,2}\d{0,2}|\d{1,3}[A-Z])$", re.IGNORECASE)
 # A document number written in prose or a running header: letters, a separator, digits ("SOP-CL-004",
 # "QA.SOP.012", "SOP 17"); only one that says it is an SOP or that a label names counts.
 _SOP_NUMBER = re.compile(r"\b(?=[A-Z0-9.\-_]*SOP)[A-Z][A-Z0-9]*(?:[-_.][A-Z0-9]+)*[-_. ]?\d{1,5}(?:[-_.][A-Z0-9]+)*\b")
@@ -67,7 +69,7 @@ _PROSE = [
     (
         "revision",
         re.compile(
-            r"\b(?:rev(?:ision)?|version)\.?\s*(?:no\.?|number|#)?\s*[:.]?\s*(?P<v>\d{1,3}(?:\.\d{1,3}){0,2})\b",
+            r"\b(?:rev(?:ision)?)\.?\s*(?:no\.?|number|#)?\s*[:.]?\s*(?P<v>\d{1,6}(?:\.\d{1,3}){0,2})\b",
             re.IGNORECASE,
         ),
     ),

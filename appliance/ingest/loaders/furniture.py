@@ -1,37 +1,44 @@
 """Page furniture: the running header and footer a reader skips, told apart from the page's text.
 
-A line near the top or the bottom of a page that repeats on most pages (its digits and month names
-free to vary: page numbers, dates) is a running header or footer, and so is a line there that says
-what page it is ("Page 3 of 9", "3/9"), that the copy is uncontrolled, or under which licence the
-document is published. Such lines are taken out of the text the chunks are cut from and kept, each
-once, as the document's furniture (where its control block may be read).
+A line among the first or last few of a page is a running header or footer when, at that same place
+(counted from its edge of the page), its shape (digits and month names free to vary: page numbers,
+dates) repeats on most pages of the document, or on a run of consecutive pages (a chapter's running
+head). A line there that says what page it is ("Page 3 of 9"), that the copy is uncontrolled, under
+which licence the document is published, or that the text continues ("Continued on next page") is
+furniture too, and so is a running head that repeats the heading set below it on the same page.
+Such lines are taken out of the text the chunks are cut from and kept, each once, as the document's
+furniture (where its control block may be read); bare page numbers are simply dropped.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .common import collapse_whitespace
 
-# How many lines at each end of a page may be furniture, and on what share of the pages (at least two)
-# a line must repeat there to be a running header or footer (scripts/fit_ingest_rules.py chose them on
-# the fitting half of the real-document set).
+# How many lines at each end of a page may be furniture; on what share of the pages (at least two), or
+# on how many consecutive pages, a line must repeat there to be a running header or footer
+# (scripts/fit_ingest_rules.py chose them on the fitting half of the real-document set).
 ZONE_LINES = 3
 REPEAT_SHARE = 0.5
+REPEAT_RUN = 3
 
-_MONTHS = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?(?=\W|\d|$)", re.IGNORECASE)
+_MONTHS = re.compile(
+    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?(?=\W|\d|$)", re.IGNORECASE
+)
 _DIGITS = re.compile(r"\d+")
 _ROMAN_PAGE = re.compile(r"^[ivxlc]{1,6}$", re.IGNORECASE)
 _PAGE_ONLY = re.compile(r"^(?:page\s*)?\d{1,4}(?:\s*(?:of|/)\s*\d{1,4})?$", re.IGNORECASE)
 _SAYS_FURNITURE = re.compile(
     r"^(?:page\s*)?\d{1,4}\s*(?:of|/)\s*\d{1,4}$"  # 3 of 9, 3/9
-    r"|\bpage\s+\d{1,4}(?:\s*(?:of|/)\s*\d{1,4})?\b"  # … Page 3 of 9 …
+    r"|\bpage\s+\d{1,4}\s*(?:of|/)\s*\d{1,4}\b|^page\s+\d{1,4}\b"  # … Page 3 of 9 …, Page 3 …
     r"|\buncontrolled\b.{0,30}\b(?:printed|copy|copies)\b|\b(?:printed|paper)\s+cop(?:y|ies)\b.{0,30}\buncontrolled\b"
     r"|\bcreative\s+commons\b|\blicen[cs]ed\s+under\b|\bcc\s+by(?:-[a-z]{2})*\b|\ball\s+rights\s+reserved\b"
-    r"|^(?:©|\(c\)|copyright)\s",
+    r"|^(?:©|\(c\)|copyright)\s"
+    r"|^continued\s+on\s+(?:the\s+)?next\s+page$|[,(]\s*(?:continued|cont'?d\.?)\)?$",
     re.IGNORECASE,
 )
 
@@ -52,21 +59,20 @@ def shape(line: str) -> str:
 
 def find_furniture(pages: Sequence[Sequence[str]]) -> Furniture:
     """The furniture of a document whose pages are given as their lines, top to bottom."""
-    zones = [_zone(len(lines)) for lines in pages]
-    counts: Counter[str] = Counter()
-    for lines, zone in zip(pages, zones, strict=True):
-        counts.update({shape(lines[index]) for index in zone})
-    needed = max(2, REPEAT_SHARE * len(pages))
+    repeated = _repeated(pages)
     result = Furniture()
     seen: set[str] = set()
-    for lines, zone in zip(pages, zones, strict=True):
+    for number, lines in enumerate(pages):
         taken = set()
-        for index in zone:
+        below = [shape(line) for line in lines]
+        for index, place in _zone(lines):
             text = collapse_whitespace(lines[index])
             key = shape(text)
             if _bare_page_number(text):
                 taken.add(index)  # dropped as before: a page number says nothing worth keeping
-            elif counts[key] >= needed or says_furniture(text):
+                continue
+            running_head = place >= 0 and key in below[index + 1 :]
+            if (place, key) in repeated[number] or says_furniture(text) or running_head:
                 taken.add(index)
                 if key not in seen:
                     seen.add(key)
@@ -77,8 +83,42 @@ def find_furniture(pages: Sequence[Sequence[str]]) -> Furniture:
 
 def says_furniture(text: str) -> bool:
     """A line that reads as furniture wherever it stands near a page's edge: a page count, "uncontrolled
-    when printed", a licence or copyright line."""
+    when printed", a licence or copyright line, "continued"."""
     return bool(_SAYS_FURNITURE.search(text)) and len(text) <= 200
+
+
+def _repeated(pages: Sequence[Sequence[str]]) -> list[set[tuple[int, str]]]:
+    """For each page, the (place, shape) of its zone lines that repeat enough to be running heads or feet."""
+    found_on: dict[tuple[int, str], list[int]] = defaultdict(list)
+    for number, lines in enumerate(pages):
+        for index, place in _zone(lines):
+            text = collapse_whitespace(lines[index])
+            if not _bare_page_number(text):
+                found_on[(place, shape(text))].append(number)
+    share = max(2.0, REPEAT_SHARE * len(pages))
+    result: list[set[tuple[int, str]]] = [set() for _ in pages]
+    for key, numbers in found_on.items():
+        numbers = sorted(set(numbers))
+        if len(numbers) >= share:
+            for number in numbers:
+                result[number].add(key)
+            continue
+        for run in _runs(numbers):
+            if len(run) >= min(REPEAT_RUN, max(2, len(pages))):
+                for number in run:
+                    result[number].add(key)
+    return result
+
+
+def _runs(numbers: list[int]) -> list[list[int]]:
+    """Consecutive page numbers, grouped."""
+    runs: list[list[int]] = []
+    for number in numbers:
+        if runs and number == runs[-1][-1] + 1:
+            runs[-1].append(number)
+        else:
+            runs.append([number])
+    return runs
 
 
 def _bare_page_number(text: str) -> bool:
@@ -87,7 +127,19 @@ def _bare_page_number(text: str) -> bool:
     return bool(_PAGE_ONLY.match(stripped) or _ROMAN_PAGE.match(stripped))
 
 
-def _zone(count: int) -> list[int]:
-    """Indices of the lines near the top and the bottom of a page of `count` lines."""
-    edge = min(ZONE_LINES, count)
-    return sorted(set(range(edge)) | set(range(count - edge, count)))
+def _zone(lines: Sequence[str]) -> list[tuple[int, int]]:
+    """(index, place) of the lines near the top and the bottom of a page: the place counts the lines that
+    are not page numbers from the edge, 0, 1, 2 from the top and -1, -2, -3 from the bottom, so that a
+    page number printed above or below the running head on some pages does not move it."""
+    counted = [index for index, line in enumerate(lines) if not _bare_page_number(collapse_whitespace(line))]
+    places: dict[int, int] = {}
+    for place, index in enumerate(counted[:ZONE_LINES]):
+        places[index] = place
+    for place, index in enumerate(reversed(counted[-ZONE_LINES:]), start=1):
+        places.setdefault(index, -place)
+    bare = [index for index, line in enumerate(lines) if _bare_page_number(collapse_whitespace(line))]
+    edge = set(range(min(ZONE_LINES, len(lines)))) | set(range(max(0, len(lines) - ZONE_LINES), len(lines)))
+    for index in bare:
+        if index in edge:
+            places.setdefault(index, 0)
+    return sorted(places.items())

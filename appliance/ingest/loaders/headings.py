@@ -42,6 +42,10 @@ _NAMED = re.compile(
     re.IGNORECASE,
 )
 _STEP = re.compile(r"^step\s*\d{1,3}\b", re.IGNORECASE)
+# A label set beside a note or a warning: what follows is a NOTE, not a section.
+_SIGNAL_WORD = re.compile(
+    r"^(?:note|warning|caution|danger|important|tip|hint|attention|hold point|remember)[:!.]?$", re.IGNORECASE
+)
 _TOC_LINE = re.compile(r"(?:\.\s?){4,}\s*\d{0,4}\s*$|…{2,}|_{4,}|\s\d{1,4}$")
 _SENTENCE_END = (".", ",", ";", ":", "!")
 _ROMAN_VALUES = {"I": 1, "V": 5, "X": 10}
@@ -116,9 +120,9 @@ def is_step(text: str) -> bool:
 
 
 def heading_shaped(text: str) -> bool:
-    """Short, with words, not ending like a sentence, not a table-of-contents line."""
+    """Short, with words, not ending like a sentence, not a table-of-contents line, not a signal word."""
     text = " ".join(text.split())
-    if not text or len(text) > MAX_HEADING_CHARS or is_step(text):
+    if not text or len(text) > MAX_HEADING_CHARS or is_step(text) or _SIGNAL_WORD.match(text):
         return False
     if not any(char.isalpha() for char in text) or text[0].islower():
         return False
@@ -284,14 +288,24 @@ def _ranked(styles: object) -> list[_Style]:
 
 
 def _given_levels(pieces: list[Piece]) -> list[int]:
-    """The file's own levels; a flat outline (one level) over headings set in several types is ranked by type."""
+    """The file's own levels. A flat outline (one level) whose entries are partly numbered ("Section 1
+    Introduction", "General Description", …) is given depth by its numbering: a numbered entry at its
+    number's depth, the unnumbered entries after it one below."""
     levels = [piece.given_level for piece in pieces]
     given = [i for i, level in enumerate(levels) if level]
-    styles = {_style_of(pieces[i]) for i in given}
-    if given and len({levels[i] for i in given}) == 1 and len(styles - {None}) >= 2 and None not in styles:
-        rank: dict[_Style | None, int] = {style: position + 1 for position, style in enumerate(_ranked(styles))}
-        for i in given:
-            levels[i] = min(MAX_LEVEL, rank.get(_style_of(pieces[i]), 1))
+    if len({levels[i] for i in given}) != 1:
+        return levels
+    numbers = {i: heading_number(pieces[i].text) for i in given}
+    if sum(1 for number in numbers.values() if number is not None) < 2:
+        return levels
+    current = 0
+    for i in given:
+        number = numbers[i]
+        if number is not None:
+            current = number.depth if number.form in ("decimal", "bare") else 1
+            levels[i] = min(MAX_LEVEL, current)
+        elif current:
+            levels[i] = min(MAX_LEVEL, current + 1)
     return levels
 
 

@@ -67,8 +67,7 @@ def _joined_title_lines(blocks: list[PlacedBlock], given: dict[int, int]) -> tup
         previous = joined[-1] if joined else None
         if (
             previous is not None
-            and index not in given
-            and (len(joined) - 1) not in joined_given
+            and not given  # a file with an outline says where its headings are: nothing to join
             and (_title_line(previous, body) or (len(joined) - 1) in merged)
             and _title_line(item, body)
             and previous.page == item.page
@@ -136,6 +135,7 @@ def _place_outline(
             continue
         index, cut = found
         matched += 1
+        _complete_title(result, index, _key(entry.title))
         item = result[index]
         if cut is not None:
             head = PlacedBlock(item.page, PageBlock("paragraph", item.block.text[:cut].strip()), item.confidence)
@@ -165,10 +165,26 @@ def _find(blocks: list[PlacedBlock], entry: OutlineEntry, cursor: int) -> tuple[
             text = _key(item.block.text)
             if text == title or (title.startswith(text) and len(text) >= _MIN_PART * len(title)):
                 return index, None
-            if text.startswith(title):
-                cut = _cut_after(item.block.text, len(title))
-                return index, (cut if cut < len(item.block.text.rstrip()) else None)
+            if text.startswith(title) and item.block.line_count > 1:
+                # A paragraph that opens with the title (a run-in or side heading): cut after it.
+                return index, _cut_after(item.block.text, len(title))
     return None
+
+
+def _complete_title(blocks: list[PlacedBlock], index: int, title: str) -> None:
+    """A title found in part ("Lower Buffer" for "Lower Buffer Chamber") takes the blocks after it that
+    hold the rest, on the same page."""
+    head = blocks[index]
+    text = _key(head.block.text)
+    while text != title and title.startswith(text) and index + 1 < len(blocks):
+        following = blocks[index + 1]
+        combined = text + _key(following.block.text)
+        if following.page != head.page or following.block.kind == "table" or not title.startswith(combined):
+            return
+        merged = f"{head.block.text} {following.block.text}"
+        head = replace(head, block=replace(head.block, text=merged, line_count=head.block.line_count + 1))
+        blocks[index : index + 2] = [head]
+        text = combined
 
 
 def _cut_after(text: str, letters: int) -> int:

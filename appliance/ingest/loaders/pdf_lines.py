@@ -17,6 +17,7 @@ import ctypes
 import itertools
 import math
 import re
+import statistics
 import unicodedata
 from collections import Counter
 from dataclasses import dataclass, field
@@ -24,6 +25,11 @@ from typing import Any
 
 # A gap this many ems wide between two characters of a line cuts it into segments (cells, columns).
 SEGMENT_GAP_EM = 1.2
+# A gap that many times the line's usual word space, and at least _MIN_CUT_EM, also cuts it (where the line
+# has _MIN_SPACES word spaces to tell the usual one).
+_STANDS_OUT = 3.0
+_MIN_CUT_EM = 0.8
+_MIN_SPACES = 3
 # A gap this wide (ems) between the advance boxes of two characters is a word space even where pdfium
 # inferred none (a word processor that positions words instead of writing spaces).
 _SPACE_GAP_EM = 0.2
@@ -262,6 +268,7 @@ def _line(glyphs: list[_Glyph]) -> PdfLine:
     size = sizes.most_common(1)[0][0]
     baseline = Counter(round(g.baseline, 1) for g in glyphs if _size_key(g.size) == size).most_common(1)[0][0]
     em = size or 1.0
+    wide = _wide_gap(glyphs, em)
     segments: list[Segment] = []
     run = [glyphs[0]]
     text = glyphs[0].char
@@ -273,7 +280,7 @@ def _line(glyphs: list[_Glyph]) -> PdfLine:
             text += " " * max(1 if glyph.space_before else 0, round(gap / advance)) + glyph.char
             run.append(glyph)
             continue
-        if gap > SEGMENT_GAP_EM * em and not (len(segments) == 0 and _MARKER.match(text)):
+        if gap > wide and not (len(segments) == 0 and _MARKER.match(text)):
             segments.append(_segment(run, text))
             run, text = [glyph], glyph.char
             continue
@@ -288,6 +295,21 @@ def _line(glyphs: list[_Glyph]) -> PdfLine:
         top=max(g.top for g in glyphs),
         bottom=min(g.bottom for g in glyphs),
     )
+
+
+def _wide_gap(glyphs: list[_Glyph], em: float) -> float:
+    """The gap that cuts this line into segments: SEGMENT_GAP_EM, or less where the line's word spaces are
+    narrow and one gap stands out (a side heading beside its text, "Types of Kits   This manual…");
+    a justified line, whose spaces are all wide, is not cut."""
+    spaces = [
+        glyph.left - previous.right
+        for previous, glyph in itertools.pairwise(glyphs)
+        if glyph.space_before or glyph.left - previous.right > _SPACE_GAP_EM * em
+    ]
+    if len(spaces) < _MIN_SPACES:
+        return SEGMENT_GAP_EM * em
+    usual = statistics.median(spaces)
+    return min(SEGMENT_GAP_EM * em, max(_MIN_CUT_EM * em, _STANDS_OUT * usual))
 
 
 def _size_key(size: float) -> float:

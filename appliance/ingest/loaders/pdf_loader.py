@@ -39,7 +39,7 @@ from .source import Source
 
 # Titles that PDF producers fill in by themselves and that say nothing about the content.
 _JUNK_TITLE = re.compile(
-    r"^(untitled.*|title|document\d*|no title|microsoft word - .*|.*\.(docx?|pdf|rtf|txt|odt|indd|qxd|tmp))$",
+    r"^(untitled.*|title|document\d*|no title|layout \d+|microsoft word - .*|.*\.(docx?|pdf|rtf|txt|odt|indd|qxd|tmp))$",
     re.IGNORECASE,
 )
 
