@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.answerer import Answerer
-from appliance.answer.prompt import REFUSAL
+from appliance.answer.generated.prompt import REFUSAL
 from appliance.config import Settings, load_settings
 from appliance.evaluate.runner import QAItem, load_qa
 from appliance.ingest.pipeline import ingest

@@ -34,7 +34,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.followup import REWRITE_MAX_TOKENS
-from appliance.answer.prompt import SYSTEM_PROMPT
+from appliance.answer.generated.prompt import SYSTEM_PROMPT
 from appliance.config import load_settings
 from appliance.ingest.pipeline import ingest
 from appliance.models.generation import load_generator

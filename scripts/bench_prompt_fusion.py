@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 import appliance  # noqa: F401  (offline environment first)
-from appliance.answer.prompt import build_prompt
+from appliance.answer.generated.prompt import build_prompt
 from appliance.config import Settings
 from appliance.evaluate.runner import load_qa
 from appliance.models.generation import Generator, load_generator

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 import appliance  # noqa: F401  (offline environment first)
-from appliance.answer.prompt import Following, Placement, Source, build_prompt
+from appliance.answer.generated.prompt import Following, Placement, Source, build_prompt
 from appliance.evaluate.runner import load_qa
 from appliance.index.records import ChunkRow
 from appliance.retrieve.search import Searcher

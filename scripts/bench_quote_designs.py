@@ -34,8 +34,8 @@ from typing import Any
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.evidence_sentences import best_sentences, lexical_scores
-from appliance.answer.passages import Window
-from appliance.answer.quotes import (
+from appliance.answer.generated.passages import Window
+from appliance.answer.generated.quotes import (
     MAX_QUOTE_WORDS,
     MIN_MATCH,
     flat_line,

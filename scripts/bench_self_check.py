@@ -35,9 +35,9 @@ from typing import Any
 import numpy as np
 import replay_answers as replay
 
-from appliance.answer import quotes
-from appliance.answer.citations import parse_citations
 from appliance.answer.evidence_sentences import best_sentences
+from appliance.answer.generated import quotes
+from appliance.answer.generated.citations import parse_citations
 from appliance.models.generation import ChatMessage
 from appliance.models.generation.local import hold_prefix
 

@@ -175,7 +175,7 @@ def settings_for(corpus: str, home: Path, models_dir: Path) -> Settings:
 
 
 def gold_section_words(answerer: Answerer, item: dict[str, Any]) -> int | None:
-    from appliance.answer.sections import document_sections
+    from appliance.answer.quoted.sections import document_sections
 
     chunks = answerer.searcher.catalog.chunks_of_documents([item["gold_file"]])[item["gold_file"]]
     section = document_sections(chunks).get(item["gold_section"])

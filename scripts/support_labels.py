@@ -32,9 +32,9 @@ from pathlib import Path
 from typing import Any
 
 import appliance  # noqa: F401  (offline environment first)
-from appliance.answer.prompt import Prompt, build_prompt
-from appliance.answer.support import REWORD_FLOOR
-from appliance.answer.verdict import Verdict, judge_answer
+from appliance.answer.generated.prompt import Prompt, build_prompt
+from appliance.answer.generated.support import REWORD_FLOOR
+from appliance.answer.generated.verdict import Verdict, judge_answer
 from appliance.config import Settings
 from appliance.models.generation import Generator, load_generator
 from appliance.retrieve.search import Searcher

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from appliance.answer.abstention import abstention_reason, asked_quantity, gives_value, other_subject_reason
-from appliance.answer.citations import parse_citations
-from appliance.answer.support import check_support
+from appliance.answer.generated.abstention import abstention_reason, asked_quantity, gives_value, other_subject_reason
+from appliance.answer.generated.citations import parse_citations
+from appliance.answer.generated.support import check_support
 
 SOURCE = "KubeCPUOvercommit fires when the cluster cannot tolerate a node failure. Pods then stay Pending."
 

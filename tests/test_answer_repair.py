@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import pytest
 
-from appliance.answer.abstention import abstention_reason, is_sibling, other_subject_reason, value_in_sources
-from appliance.answer.attribution import attribute_citations
-from appliance.answer.citations import parse_citations
-from appliance.answer.passages import Window
-from appliance.answer.prompt import Source, source_of
-from appliance.answer.quotes import MAX_QUOTES, select_quotes
-from appliance.answer.support import REWORD_FLOOR, SupportJudge, check_support
-from appliance.answer.verdict import invented_specifics, judge_answer
+from appliance.answer.generated.abstention import abstention_reason, is_sibling, other_subject_reason, value_in_sources
+from appliance.answer.generated.attribution import attribute_citations
+from appliance.answer.generated.citations import parse_citations
+from appliance.answer.generated.passages import Window
+from appliance.answer.generated.prompt import Source, source_of
+from appliance.answer.generated.quotes import MAX_QUOTES, select_quotes
+from appliance.answer.generated.support import REWORD_FLOOR, SupportJudge, check_support
+from appliance.answer.generated.verdict import invented_specifics, judge_answer
 from appliance.index.records import ChunkRow
 from appliance.text.frequencies import frequencies_in
 from appliance.text.sentences import split_sentences

@@ -11,7 +11,7 @@ import pytest
 from click.testing import CliRunner
 
 from appliance.answer.answerer import Answerer
-from appliance.answer.prompt import REFUSAL
+from appliance.answer.generated.prompt import REFUSAL
 from appliance.cli.main import cli
 from appliance.config import GeneratorSettings, Settings
 from appliance.ingest.pipeline import ingest

@@ -26,7 +26,7 @@ from fastapi import FastAPI
 from fastapi.testclient import TestClient
 
 from appliance.answer.answerer import Answerer
-from appliance.answer.prompt import REFUSAL
+from appliance.answer.generated.prompt import REFUSAL
 from appliance.cli.main import cli
 from appliance.config import AnswerSettings, GeneratorSettings, IndexSettings, Settings
 from appliance.errors import GeneratorError

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from appliance.answer.attribution import attribute_citations
-from appliance.answer.citations import CitedSentence, parse_citations
+from appliance.answer.generated.attribution import attribute_citations
+from appliance.answer.generated.citations import CitedSentence, parse_citations
 from appliance.answer.evidence_sentences import best_sentences
-from appliance.answer.support import LEXICAL_THRESHOLD, SEMANTIC_THRESHOLD, SupportJudge, check_support
+from appliance.answer.generated.support import LEXICAL_THRESHOLD, SEMANTIC_THRESHOLD, SupportJudge, check_support
 from appliance.text.sentences import split_sentences
 
 # Passages of docs_corpus/SOP-FLT-002 and SOP-PMP-001, hard line wraps kept, plus a GitLab note.

@@ -22,7 +22,7 @@ from appliance.answer.followup import (
     clean_model_rewrite,
     standalone_question,
 )
-from appliance.answer.prompt import SYSTEM_PROMPT
+from appliance.answer.generated.prompt import SYSTEM_PROMPT
 from appliance.config import FollowupSettings, Settings
 from appliance.models.generation import ChatMessage
 from tests.fakes import ScriptedGenerator

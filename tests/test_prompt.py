@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from appliance.answer.prompt import SYSTEM_PROMPT, Following, build_prompt
+from appliance.answer.generated.prompt import SYSTEM_PROMPT, Following, build_prompt
 from appliance.index.records import ChunkRow
 from appliance.text.sentences import leading_sentences
 from appliance.text.terms import extract_terms

@@ -14,10 +14,10 @@ import pytest
 from click.testing import CliRunner
 
 from appliance.answer.answerer import Answerer
-from appliance.answer.prompt import REFUSAL
-from appliance.answer.quoted import quote_answer
-from appliance.answer.section_choice import Choice, Scored
-from appliance.answer.sections import document_sections
+from appliance.answer.generated.prompt import REFUSAL
+from appliance.answer.quoted.answer import quote_answer
+from appliance.answer.quoted.choice import Choice, Scored
+from appliance.answer.quoted.sections import document_sections
 from appliance.cli.main import cli
 from appliance.config import Settings
 from appliance.ingest.pipeline import ingest

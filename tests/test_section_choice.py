@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from appliance.answer.answerer import Answerer
-from appliance.answer.section_choice import structure_of
-from appliance.answer.sections import document_sections
+from appliance.answer.quoted.choice import structure_of
+from appliance.answer.quoted.sections import document_sections
 from appliance.config import Settings
 from appliance.ingest.pipeline import ingest
 from appliance.text.procedures import (

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict
 from pathlib import Path
 
-from appliance.answer.sections import Section, document_sections, is_within
+from appliance.answer.quoted.sections import Section, document_sections, is_within
 from appliance.index.records import ChunkRow
 from appliance.ingest.chunker import chunk_document
 from appliance.ingest.document import DocumentBuilder

@@ -12,16 +12,16 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-from appliance.answer.attribution import CorrectedCitation
 from appliance.answer.evidence_sentences import best_sentences
 from appliance.answer.followup import Standalone, Turn, standalone_question
+from appliance.answer.generated.attribution import CorrectedCitation
+from appliance.answer.generated.prompt import REFUSAL, SYSTEM_PROMPT, Prompt, Source, build_prompt
+from appliance.answer.generated.quotes import Quote
+from appliance.answer.generated.verdict import judge_answer
 from appliance.answer.ocr_trust import lowest_confidence, ocr_note, untrusted_sources
-from appliance.answer.prompt import REFUSAL, SYSTEM_PROMPT, Prompt, Source, build_prompt
-from appliance.answer.quoted import Quoted, Step, quote_answer
-from appliance.answer.quotes import Quote
-from appliance.answer.section_choice import choose_section
-from appliance.answer.sections import Section
-from appliance.answer.verdict import judge_answer
+from appliance.answer.quoted.answer import Quoted, Step, quote_answer
+from appliance.answer.quoted.choice import choose_section
+from appliance.answer.quoted.sections import Section
 from appliance.config import AnswerMode, Settings
 from appliance.index.filters import NO_FILTERS, Filters
 from appliance.index.records import ChunkRecord, ChunkRow

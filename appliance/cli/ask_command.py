@@ -7,7 +7,7 @@ import sys
 import click
 
 from appliance.answer.answerer import Answerer, AnswerResult, EvidenceItem
-from appliance.answer.quoted import Step
+from appliance.answer.quoted.answer import Step
 from appliance.cli.common import current_settings, echo_json, handle_errors
 from appliance.config import AnswerMode
 from appliance.documents.original import host_files, open_hint

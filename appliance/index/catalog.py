@@ -143,6 +143,21 @@ class Catalog:
         document that states nothing is absent."""
         return read_meta(self.conn, paths)
 
+    def documents_named(self, names: Sequence[str]) -> dict[str, list[str]]:
+        """Indexed documents whose title or display path holds each name (case-insensitive): a document number
+        such as SOP-CL-004 or a runbook's alert name, as another document cites it."""
+        found: dict[str, list[str]] = {}
+        for name in dict.fromkeys(names):
+            pattern = "%" + name.lower().replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
+            rows = self.conn.execute(
+                "SELECT path FROM documents WHERE status = 'indexed' AND "
+                "(lower(path) LIKE ? ESCAPE '\\' OR lower(coalesce(title, '')) LIKE ? ESCAPE '\\') LIMIT 5",
+                (pattern, pattern),
+            ).fetchall()
+            if rows:
+                found[name] = [str(row[0]) for row in rows]
+        return found
+
     def knows_word(self, word: str) -> bool:
         """Whether any chunk holds this word (stemmed, as the word index reads it)."""
         quoted = '"' + word.replace('"', '""') + '"'

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from appliance.answer.prompt import REFUSAL
+from appliance.answer.generated.prompt import REFUSAL
 
 QUESTION = "What do I close before the chlorine cylinder change?"
 

@@ -44,8 +44,8 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping, Sequence
 
-from appliance.answer.citations import CitationReport, CitedSentence
-from appliance.answer.support import SentenceSupport, SupportReport
+from appliance.answer.generated.citations import CitationReport, CitedSentence
+from appliance.answer.generated.support import SentenceSupport, SupportReport
 from appliance.text.frequencies import frequencies_in
 from appliance.text.identifiers import identifier_in, is_digit_value
 from appliance.text.quantities import Quantity, numbers_in, unit_of, without_thousands

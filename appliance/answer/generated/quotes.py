@@ -29,9 +29,9 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from appliance.answer.citations import CitedSentence
 from appliance.answer.evidence_sentences import lexical_scores
-from appliance.answer.support import SentenceSupport
+from appliance.answer.generated.citations import CitedSentence
+from appliance.answer.generated.support import SentenceSupport
 from appliance.text.frequencies import frequencies_in
 from appliance.text.identifiers import identifier_in
 from appliance.text.sentences import Segment, split_sentences

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from appliance.answer.abstention import other_subject_reason, stated_values
 from appliance.answer.evidence_sentences import lexical_scores
-from appliance.answer.section_choice import Choice, Scored
-from appliance.answer.sections import Item, Section, document_sections, is_within
+from appliance.answer.generated.abstention import other_subject_reason, stated_values
+from appliance.answer.quoted.choice import Choice, Scored
+from appliance.answer.quoted.sections import Item, Section, document_sections, is_within
 from appliance.index.records import ChunkRow
 from appliance.text.identifiers import identifier_in, is_strong_identifier
 from appliance.text.quantities import unit_of

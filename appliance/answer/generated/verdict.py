@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
-from appliance.answer.abstention import refusal_reason
-from appliance.answer.attribution import CorrectedCitation, attribute_citations
-from appliance.answer.citations import CitedSentence, parse_citations
-from appliance.answer.prompt import Source
-from appliance.answer.quotes import Quote, select_quotes
-from appliance.answer.support import (
+from appliance.answer.generated.abstention import refusal_reason
+from appliance.answer.generated.attribution import CorrectedCitation, attribute_citations
+from appliance.answer.generated.citations import CitedSentence, parse_citations
+from appliance.answer.generated.prompt import Source
+from appliance.answer.generated.quotes import Quote, select_quotes
+from appliance.answer.generated.support import (
     REWORD_FLOOR,
     SEMANTIC_THRESHOLD,
     Embed,

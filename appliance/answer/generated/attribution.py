@@ -25,8 +25,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from appliance.answer.citations import CitationMarker, CitationReport, CitedSentence
-from appliance.answer.support import SentenceSupport, SupportJudge
+from appliance.answer.generated.citations import CitationMarker, CitationReport, CitedSentence
+from appliance.answer.generated.support import SentenceSupport, SupportJudge
 
 
 @dataclass(frozen=True)

@@ -57,7 +57,7 @@ from typing import Any
 
 import numpy as np
 
-from appliance.answer.citations import CitedSentence
+from appliance.answer.generated.citations import CitedSentence
 from appliance.config import SUPPORT_SEMANTIC_THRESHOLD
 from appliance.text.frequencies import frequencies_in
 from appliance.text.identifiers import COMMAND_NOUNS, identifier_in

@@ -13,7 +13,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from functools import cache
 
-from appliance.answer.passages import Window, chunk_holding, section_tail, windows_of
+from appliance.answer.generated.passages import Window, chunk_holding, section_tail, windows_of
 from appliance.index.records import ChunkRow
 from appliance.text.sentences import leading_sentences
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from appliance.answer.sections import Section, document_sections, heading_parts, is_within
+from appliance.answer.quoted.sections import Section, document_sections, heading_parts, is_within
 from appliance.index.records import ChunkRow
 from appliance.text.procedures import (
     front_matter_share,

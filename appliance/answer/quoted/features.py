@@ -1,0 +1,268 @@
+"""What the ranker knows of each candidate section: graded signals, none a rule, all weighed by the fitted
+model (ranker.py; the weights come from scripts/fit_choice.py over scripts/qa/choice_train.jsonl).
+
+Families of signals:
+- meaning: the question's cosine with the section's label (document title › heading path), with its own
+  heading, with its chunks (the best, the first, and their mean direction): the embedder already read them all
+  (the chunks' vectors are the index's own); each as a standard score among the question's candidates, so no
+  embedder's scale is in the weights;
+- words: how much of the question's weight (its words' rarity among the candidates' chunks) the section's
+  own heading, its label and its body hold, and a BM25 of the body scaled by the best candidate's;
+- the search: the best hit inside (by rank), how many, the section's share of its document's hit mass, the
+  document's rank and mass;
+- structure: the share of what it holds that an operator acts on (steps, commands, warnings, hold points:
+  text/layout.py's kinds), numbered steps, length, depth, parts, whether it is the whole document or a
+  fragment;
+- pointers: another hit names this document or section ("see SOP-CL-004 section 6"), or this one points to
+  another document;
+- the question: how strongly it asks for a procedure, and for the whole job rather than one part
+  (question.py's fitted reading), each crossed with the structure it favours.
+The names are the model file's contract: a model fitted with other names is refused (ranker.py).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from appliance.answer.quoted.candidates import Candidate
+from appliance.answer.quoted.sections import Section, heading_parts
+from appliance.text.stems import stem
+from appliance.text.stopwords import STOPWORDS
+
+EmbedTexts = Callable[[Sequence[str]], np.ndarray]
+
+# How much of a section's content an operator acts on, by layout kind (text/layout.py).
+ACTIONABLE = {"step": 1.0, "code": 1.0, "warning": 1.0, "caution": 1.0, "hold": 1.0, "item": 0.5, "note": 0.3}
+FRAGMENT_WORDS = 30
+_TOKEN = re.compile(r"[^\W_]+(?:[-.][^\W_]+)*")
+# A section number at the start of a heading ("6.2 Isolate…", "4. Procedures", "A. Scope"): not a word of it.
+_NUMBER = re.compile(r"^\s*(?:\d{1,3}(?:\.\d{1,3})*|[A-Z])[.)]?\s+(?=\S)")
+BM25_K1 = 1.2
+BM25_B = 0.75
+
+BASE_FEATURES = (
+    "label_cos",
+    "name_cos",
+    "body_max_cos",
+    "body_mean_cos",
+    "body_first_cos",
+    "lex_name",
+    "lex_label",
+    "lex_body",
+    "bm25_body",
+    "hit_rr",
+    "hit_count",
+    "hit_share",
+    "doc_rr",
+    "doc_mass",
+    "referenced",
+    "refers_out",
+    "step_share",
+    "steps",
+    "log_words",
+    "depth",
+    "is_root",
+    "children",
+    "is_leaf",
+    "fragment",
+)
+# The structure each reading of the question favours: its features crossed with how strongly it is read so.
+QUESTION_FEATURES = (
+    "proc_x_steps",
+    "proc_x_step_share",
+    "fact_x_step_share",
+    "whole_x_children",
+    "whole_x_leaf",
+    "whole_x_log_words",
+    "part_x_depth",
+)
+FEATURES = BASE_FEATURES + QUESTION_FEATURES
+COSINES = ("label_cos", "name_cos", "body_max_cos", "body_mean_cos", "body_first_cos")
+_COLUMN = {name: i for i, name in enumerate(BASE_FEATURES)}
+
+
+@dataclass(frozen=True)
+class QuestionView:
+    """What the features read of the question (question.py makes it)."""
+
+    text: str
+    vector: np.ndarray
+    procedure: float  # how strongly it asks for a procedure (0..1)
+    whole: float  # for a procedure, how strongly it asks for the whole job rather than one part (0..1)
+
+
+def candidate_features(
+    question: QuestionView,
+    candidates: Sequence[Candidate],
+    embed_texts: EmbedTexts,
+    chunk_vectors: Mapping[str, np.ndarray],
+) -> np.ndarray:
+    """One row per candidate, one column per name of FEATURES."""
+    base = base_features(question.text, question.vector, candidates, embed_texts, chunk_vectors)
+    return with_question(base, question.procedure, question.whole)
+
+
+def with_question(base: np.ndarray, procedure: float, whole: float) -> np.ndarray:
+    """The base features and their crossings with the question's reading (QUESTION_FEATURES, in order)."""
+    column = {name: base[:, i] for name, i in _COLUMN.items()}
+    whole = whole * procedure
+    crossed = [
+        procedure * column["steps"],
+        procedure * column["step_share"],
+        (1.0 - procedure) * column["step_share"],
+        whole * column["children"],
+        whole * column["is_leaf"],
+        whole * column["log_words"],
+        (procedure - whole) * column["depth"],
+    ]
+    return np.concatenate([base, np.stack(crossed, axis=1)], axis=1).astype(np.float32)
+
+
+def question_stems(text: str) -> list[str]:
+    return list(dict.fromkeys(stem(w) for w in _TOKEN.findall(text.lower()) if w not in STOPWORDS))
+
+
+def heading_name(section: Section) -> str:
+    """The section's own heading without its number ("6.2 Isolate the bank" → "Isolate the bank")."""
+    return _NUMBER.sub("", section.name, count=1)
+
+
+def base_features(
+    text: str,
+    q: np.ndarray,
+    candidates: Sequence[Candidate],
+    embed_texts: EmbedTexts,
+    chunk_vectors: Mapping[str, np.ndarray],
+) -> np.ndarray:
+    """One row per candidate, one column per name of BASE_FEATURES (`q`: the question's unit vector)."""
+    if not candidates:
+        return np.zeros((0, len(BASE_FEATURES)), dtype=np.float32)
+    sections = [c.section for c in candidates]
+    texts = [s.label for s in sections] + [heading_name(s) or s.title for s in sections]
+    vectors = embed_texts(texts)
+    label_cos = vectors[: len(sections)] @ q
+    name_cos = vectors[len(sections) :] @ q
+    stems = question_stems(text)
+    idf = _pool_idf(stems, candidates)
+    body_stems = [_stem_counts(" ".join(item.text for item in s.items if item.kind != "heading")) for s in sections]
+    lengths = [sum(counts.values()) for counts in body_stems]
+    average = max(sum(lengths) / len(lengths), 1.0)
+    bm25 = [_bm25(stems, idf, counts, length, average) for counts, length in zip(body_stems, lengths, strict=True)]
+    best_bm25 = max(max(bm25), 1e-9)
+    total_idf = sum(idf.values()) or 1.0
+    document_hit_mass = _document_hit_mass(candidates)
+    children_of = _children_counts(sections)
+    rows = []
+    for index, candidate in enumerate(candidates):
+        section = candidate.section
+        vectors_inside = [chunk_vectors[c.chunk_id] for c in section.chunks if c.chunk_id in chunk_vectors]
+        body = np.stack(vectors_inside) @ q if vectors_inside else np.zeros(1, dtype=np.float32)
+        mean = np.mean(np.stack(vectors_inside), axis=0) if vectors_inside else None
+        mean_cos = float(mean @ q / (np.linalg.norm(mean) or 1.0)) if mean is not None else 0.0
+        steps_share, numbered = _structure(section)
+        children = children_of.get((section.path, section.heading), 0)
+        words = section.words
+        mass_inside = sum(max(score, 0.0) for _, score, _ in candidate.hits)
+        features = {
+            "label_cos": float(label_cos[index]),
+            "name_cos": float(name_cos[index]),
+            "body_max_cos": float(np.max(body)),
+            "body_mean_cos": mean_cos,
+            "body_first_cos": float(body[0]),
+            "lex_name": _coverage(stems, idf, _stem_counts(heading_name(section) or section.title)) / total_idf,
+            "lex_label": _coverage(stems, idf, _stem_counts(section.label)) / total_idf,
+            "lex_body": _coverage(stems, idf, body_stems[index]) / total_idf,
+            "bm25_body": bm25[index] / best_bm25,
+            "hit_rr": 1.0 / min((rank for _, _, rank in candidate.hits), default=math.inf),
+            "hit_count": math.log1p(len(candidate.hits)),
+            "hit_share": mass_inside / document_hit_mass[section.path] if document_hit_mass[section.path] else 0.0,
+            "doc_rr": 1.0 / candidate.document_rank if candidate.document_rank else 0.0,
+            "doc_mass": candidate.document_mass,
+            "referenced": candidate.referenced,
+            "refers_out": candidate.refers_out,
+            "step_share": steps_share,
+            "steps": math.log1p(numbered),
+            "log_words": math.log1p(words),
+            "depth": float(section.depth),
+            "is_root": 1.0 if not section.heading else 0.0,
+            "children": math.log1p(children),
+            "is_leaf": 1.0 if children == 0 else 0.0,
+            "fragment": 1.0 if words < FRAGMENT_WORDS else 0.0,
+        }
+        rows.append([features[name] for name in BASE_FEATURES])
+    return _within_question(np.asarray(rows, dtype=np.float32))
+
+
+def _within_question(matrix: np.ndarray) -> np.ndarray:
+    """Cosines as standard scores among the question's candidates: the ranker compares candidates with each
+    other, and a z-score carries no embedder's scale (another embedder's cosines sit higher or lower)."""
+    for name in COSINES:
+        column = matrix[:, _COLUMN[name]]
+        spread = float(column.std())
+        matrix[:, _COLUMN[name]] = (column - column.mean()) / spread if spread > 1e-6 else 0.0
+    return matrix
+
+
+def _children_counts(sections: Sequence[Section]) -> dict[tuple[str, str], int]:
+    counts: dict[tuple[str, str], int] = {}
+    for section in sections:
+        parts = heading_parts(section.heading)
+        if parts:
+            parent = (section.path, " › ".join(parts[:-1]))
+            counts[parent] = counts.get(parent, 0) + 1
+    return counts
+
+
+def _stem_counts(text: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for word in _TOKEN.findall(text.lower()):
+        if word not in STOPWORDS:
+            key = stem(word)
+            counts[key] = counts.get(key, 0) + 1
+    return counts
+
+
+def _pool_idf(stems: Sequence[str], candidates: Sequence[Candidate]) -> dict[str, float]:
+    """Each question word's rarity among the candidate documents' chunks: a word every chunk of the chlorine
+    SOP holds says nothing about which of its sections answers; "stop" against "start" does."""
+    chunks = {c.chunk_id: c.text for candidate in candidates for c in candidate.section.chunks}
+    total = len(chunks)
+    chunk_stems = [set(_stem_counts(text)) for text in chunks.values()]
+    return {word: math.log((total + 1) / (sum(word in seen for seen in chunk_stems) + 0.5)) for word in stems}
+
+
+def _coverage(stems: Sequence[str], idf: Mapping[str, float], counts: Mapping[str, int]) -> float:
+    return sum(idf[word] for word in stems if word in counts)
+
+
+def _bm25(
+    stems: Sequence[str], idf: Mapping[str, float], counts: Mapping[str, int], length: int, average: float
+) -> float:
+    score = 0.0
+    for word in stems:
+        tf = counts.get(word, 0)
+        if tf:
+            score += idf[word] * tf * (BM25_K1 + 1) / (tf + BM25_K1 * (1 - BM25_B + BM25_B * length / average))
+    return score
+
+
+def _structure(section: Section) -> tuple[float, int]:
+    """The share of its items an operator acts on, and its numbered steps."""
+    items = [item for item in section.items if item.kind != "heading"]
+    if not items:
+        return 0.0, 0
+    share = sum(ACTIONABLE.get(item.kind, 0.0) for item in items) / len(items)
+    return share, sum(1 for item in items if item.numbered)
+
+
+def _document_hit_mass(candidates: Sequence[Candidate]) -> dict[str, float]:
+    mass: dict[str, float] = {}
+    for candidate in candidates:
+        if not candidate.section.heading:  # the whole document holds every hit of it
+            mass[candidate.section.path] = sum(max(score, 0.0) for _, score, _ in candidate.hits)
+    return mass

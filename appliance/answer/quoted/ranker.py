@@ -1,0 +1,67 @@
+"""The fitted section ranker: P(candidate answers) = softmax over a question's candidates of w · x, x the
+candidate's features (features.py) standardized as in training.
+
+The weights are data, not code: appliance/answer/fitted/section_ranker.json, written by scripts/fit_choice.py
+from the training set scripts/qa/choice_train.jsonl (its leave-one-corpus-out figures in
+scripts/results/fit_choice.json). A file fitted with other feature names is refused with a clear error: the
+names are the contract between the features and the weights.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from appliance.answer.quoted.features import FEATURES
+from appliance.errors import ApplianceError
+
+FITTED = Path(__file__).resolve().parent.parent / "fitted"
+DEFAULT_MODEL = FITTED / "section_ranker.json"
+
+
+@dataclass(frozen=True)
+class SectionRanker:
+    mean: np.ndarray
+    scale: np.ndarray
+    weights: np.ndarray
+    embedder: str  # the embedder whose vectors the training features came from
+    source: str
+
+    def scores(self, features: np.ndarray) -> np.ndarray:
+        return ((features - self.mean) / self.scale) @ self.weights
+
+    def probabilities(self, features: np.ndarray) -> np.ndarray:
+        if len(features) == 0:
+            return np.zeros(0)
+        scores = self.scores(features)
+        exp = np.exp(scores - scores.max())
+        return exp / exp.sum()
+
+
+def load_ranker(path: Path = DEFAULT_MODEL) -> SectionRanker:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as exc:
+        raise ApplianceError(f"section ranker {path}: cannot be read ({exc})") from exc
+    if tuple(data.get("features", ())) != FEATURES:
+        raise ApplianceError(
+            f"section ranker {path}: fitted on other features than this version computes; "
+            "run scripts/choice_features.py and scripts/fit_choice.py --write"
+        )
+    scale = np.asarray(data["scale"], dtype=np.float64)
+    return SectionRanker(
+        mean=np.asarray(data["mean"], dtype=np.float64),
+        scale=np.where(scale > 0, scale, 1.0),
+        weights=np.asarray(data["weights"], dtype=np.float64),
+        embedder=str(data.get("embedder", "")),
+        source=str(path),
+    )
+
+
+@lru_cache(maxsize=1)
+def default_ranker() -> SectionRanker:
+    return load_ranker()

@@ -1,0 +1,214 @@
+"""Dump the section-choice features of question sets: the input of scripts/fit_choice.py.
+
+For every question: the hybrid search's hits (the appliance's own Searcher, default settings), the candidate
+sections (answer/quoted/candidates.py), their base features (answer/quoted/features.py), and for each
+candidate what showing it would give: the share of the question's gold phrases its text holds (step phrases,
+answer phrases or key phrases), its length, whether it is the gold section itself. Also the question's own
+vector and today's rule-based chooser's pick (answer/quoted/choice.py), so the fit compares against it on the
+same hits, and the evidence decision's probability (for the "none answers" model).
+
+Sets: train (scripts/qa/choice_train.jsonl, the fitting set), procedures (procedures.jsonl), heldout, sampled,
+tune, demo (the key-phrase sets). Indexes: docs_corpus and the four runbook folders, built under --home (the
+same folders as scripts/bench_sop.py, so one ingest serves both).
+
+Usage: python scripts/choice_features.py [--sets train,procedures,heldout,sampled,tune,demo] [--out FILE.pkl]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np
+
+import appliance  # noqa: F401  (offline environment first)
+from appliance.answer.quoted.candidates import gather_candidates
+from appliance.answer.quoted.choice import choose_section
+from appliance.answer.quoted.features import BASE_FEATURES, base_features
+from appliance.answer.quoted.label_vectors import LabelVectors
+from appliance.ingest.pipeline import ingest
+from appliance.retrieve.search import Searcher
+from appliance.text.questions import question_kind
+from scripts.bench_sop import KEYPHRASE_SETS, QA, REPO, RUNBOOKS, flat, settings_for
+
+SETS = ("train", "procedures", "heldout", "sampled", "tune", "demo")
+GROUP_OF_FOLDER = {
+    "openshift-runbooks": "openshift",
+    "gitlab-com-runbooks": "gitlab",
+    "incident-response-docs": "ir-prometheus",
+    "prometheus-operator-runbooks": "ir-prometheus",
+}
+
+
+def load_set(name: str) -> list[dict[str, Any]]:
+    if name == "train":
+        path = QA / "choice_train.jsonl"
+    elif name == "procedures":
+        path = QA / "procedures.jsonl"
+    else:
+        path = QA / KEYPHRASE_SETS[name]
+    items = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for item in items:
+        item["set"] = name
+        gold = item.get("gold_file") or (item.get("gold_files") or [""])[0]
+        item["gold_file"] = gold
+        item["phrases"] = item.get("step_phrases") or item.get("answer_phrases") or item.get("answer_keyphrases") or []
+        item.setdefault("answerable", True)
+        if "group" not in item:
+            item["group"] = group_of(gold, name)
+    return items
+
+
+def group_of(gold_file: str, set_name: str) -> str:
+    if set_name == "demo" or gold_file.startswith("docs_corpus/"):
+        return "docs_corpus"
+    folder = gold_file.split("/", 1)[0]
+    return GROUP_OF_FOLDER.get(folder, "runbooks")
+
+
+def corpus_of(item: dict[str, Any]) -> str:
+    if item["set"] == "demo":
+        return "demo"
+    if item["set"] in ("heldout", "sampled", "tune"):
+        return "runbooks"
+    return "demo" if item["group"] == "docs_corpus" else "runbooks"
+
+
+def section_text(section: Any) -> str:
+    return "\n".join(item.text for item in section.items)
+
+
+def dump_question(
+    searcher: Searcher, labels: LabelVectors, item: dict[str, Any], hits_wanted: int, whole_words: int
+) -> dict[str, Any]:
+    started = time.perf_counter()
+    catalog = searcher.catalog
+    with searcher.index.reading():
+        found = searcher.search(item["question"], k=hits_wanted)
+        rows = catalog.chunks_by_ids([hit.chunk_id for hit in found.hits])
+        ranked = [(rows[hit.chunk_id], hit.score) for hit in found.hits if hit.chunk_id in rows]
+        read: dict[str, Any] = {}
+
+        def chunks_of(paths: Any) -> dict[str, Any]:
+            missing = [p for p in paths if p not in read]
+            if missing:
+                read.update(catalog.chunks_of_documents(missing))
+            return {p: read.get(p, []) for p in paths}
+
+        candidates = gather_candidates(ranked, chunks_of, catalog.documents_named)
+        ids = [c.chunk_id for cand in candidates for c in cand.section.chunks]
+        vectors = dict(catalog.embeddings(dict.fromkeys(ids)))
+    embedder = searcher.embedder
+    q = embedder.embed_query(found.searched)
+    features = base_features(found.searched, q, candidates, labels, vectors)
+    today = (
+        choose_section(
+            found.searched,
+            ranked,
+            chunks_of,
+            labels,
+            q,
+            procedure=question_kind(found.searched) == "procedure",
+            whole_words=whole_words,
+        )
+        if ranked
+        else None
+    )
+    phrases = [flat(p) for p in item["phrases"]]
+    rows_out = []
+    for candidate in candidates:
+        section = candidate.section
+        text = flat(section_text(section))
+        held = [p in text for p in phrases]
+        rows_out.append(
+            {
+                "path": section.path,
+                "heading": section.heading,
+                "words": section.words,
+                "recall": sum(held) / len(held) if held else 0.0,
+                "in_order": _in_order(text, phrases),
+                "gold": section.path == item["gold_file"] and section.heading == item.get("gold_section"),
+                "gold_document": section.path == item["gold_file"],
+            }
+        )
+    return {
+        "id": item["id"],
+        "set": item["set"],
+        "group": item["group"],
+        "question": item["question"],
+        "searched": found.searched,
+        "kind": item.get("kind"),
+        "scope": item.get("scope"),
+        "split": item.get("split"),
+        "answerable": item["answerable"],
+        "gold_file": item["gold_file"],
+        "gold_section": item.get("gold_section"),
+        "vector": q.astype(np.float32),
+        "features": features,
+        "candidates": rows_out,
+        "today": None if today is None else (today.section.path, today.section.heading),
+        "regex_kind": question_kind(found.searched),
+        "evidence_probability": float(found.evidence.probability),
+        "evidence_sufficient": bool(found.evidence.sufficient),
+        "top_hit_score": float(found.hits[0].score) if found.hits else 0.0,
+        "seconds": time.perf_counter() - started,
+    }
+
+
+def _in_order(text: str, phrases: list[str]) -> bool:
+    positions = [text.find(p) for p in phrases]
+    found = [p for p in positions if p >= 0]
+    return found == sorted(found)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-sop")
+    parser.add_argument("--models-dir", type=Path, default=REPO / "models")
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--out", type=Path, default=REPO / ".appliance" / "choice_features.pkl")
+    parser.add_argument("--corpora", default="demo,runbooks", help="Only the questions over these indexes.")
+    args = parser.parse_args()
+    searchers: dict[str, tuple[Searcher, LabelVectors]] = {}
+    dumped: list[dict[str, Any]] = []
+    for name in args.sets.split(","):
+        for item in load_set(name):
+            corpus = corpus_of(item)
+            if corpus not in args.corpora.split(","):
+                continue
+            if corpus not in searchers:
+                settings = settings_for(corpus, args.home, args.models_dir)
+                roots = (
+                    [REPO / "docs_corpus"] if corpus == "demo" else sorted(p for p in RUNBOOKS.iterdir() if p.is_dir())
+                )
+                ingest(settings, roots)
+                searcher = Searcher(settings)
+                searchers[corpus] = (searcher, LabelVectors(searcher.embedder.embed))
+            searcher, labels = searchers[corpus]
+            settings = searcher.settings
+            entry = dump_question(
+                searcher, labels, item, settings.answer.section_hits, settings.answer.max_procedure_words
+            )
+            dumped.append(entry)
+            best = max((c["recall"] for c in entry["candidates"]), default=0.0)
+            print(
+                f"{name} {item['id']}: {len(entry['candidates'])} candidates, best recall {best:.2f}, "
+                f"gold among them {any(c['gold'] for c in entry['candidates'])}, {entry['seconds']:.1f}s",
+                file=sys.stderr,
+            )
+    args.out.parent.mkdir(parents=True, exist_ok=True)
+    with args.out.open("wb") as handle:
+        pickle.dump({"features": BASE_FEATURES, "questions": dumped}, handle)
+    print(f"{len(dumped)} questions → {args.out}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
