@@ -24,7 +24,7 @@ from .common import MAX_TITLE_CHARS, collapse_whitespace, pipe_table, title_from
 from .docx_archive import check_docx_archive
 from .docx_type import TypeReader
 from .furniture import says_furniture
-from .headings import Piece, assign_levels
+from .headings import TITLE, Piece, assign_levels
 from .source import Source
 
 XmlElement = Any  # python-docx's oxml element classes (lxml-based, no useful static types)
@@ -169,8 +169,12 @@ class _Walker:
         when it is a heading, else the first top-level heading."""
         first_top: str | None = None
         levels = assign_levels(self.pieces)
-        top = min((level for level in levels if level), default=0)
+        top = min((level for level in levels if level > 0), default=0)
         for index, (piece, level) in enumerate(zip(self.pieces, levels, strict=True)):
+            if level == TITLE:
+                # The document's name, shown with every chunk: not a section the others sit in.
+                self.title = self.title or collapse_whitespace(piece.text)
+                continue
             if level:
                 text = collapse_whitespace(piece.text)
                 builder.add("heading", text, level=level)
@@ -238,7 +242,9 @@ def _furniture(document: Any) -> list[str]:
 
 def _page_number_only(line: str) -> bool:
     stripped = line.strip(" -–—")
-    return stripped.isdigit() or (says_furniture(stripped) and len(stripped.split()) <= 4 and "page" in stripped.lower())
+    return stripped.isdigit() or (
+        says_furniture(stripped) and len(stripped.split()) <= 4 and "page" in stripped.lower()
+    )
 
 
 def load_docx(data: bytes, source: Source) -> LoadedDocument:

@@ -52,8 +52,11 @@ class TypeReader:
                 props = _run_props(defaults)
                 self._default = _Props(props.size or _DEFAULT_SIZE, bool(props.bold))
             default_style = next(
-                (s for s in root.iterchildren(qn("w:style")) if s.get(qn("w:default")) in ("1", "true")
-                 and s.get(qn("w:type")) == "paragraph"),
+                (
+                    s
+                    for s in root.iterchildren(qn("w:style"))
+                    if s.get(qn("w:default")) in ("1", "true") and s.get(qn("w:type")) == "paragraph"
+                ),
                 None,
             )
             self._default_paragraph = default_style.get(qn("w:styleId")) if default_style is not None else None

@@ -26,9 +26,7 @@ ZONE_LINES = 3
 REPEAT_SHARE = 0.5
 REPEAT_RUN = 3
 
-_MONTHS = re.compile(
-    r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?(?=\W|\d|$)", re.IGNORECASE
-)
+_MONTHS = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?(?=\W|\d|$)", re.IGNORECASE)
 _DIGITS = re.compile(r"\d+")
 _ROMAN_PAGE = re.compile(r"^[ivxlc]{1,6}$", re.IGNORECASE)
 _PAGE_ONLY = re.compile(r"^(?:page\s*)?\d{1,4}(?:\s*(?:of|/)\s*\d{1,4})?$", re.IGNORECASE)

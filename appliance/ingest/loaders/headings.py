@@ -31,6 +31,8 @@ SIZE_RATIO = 1.15
 MAX_HEADING_CHARS = 100
 MAX_HEADING_LINES = 2
 MAX_LEVEL = 6
+MIN_SECTIONS_UNDER_TITLE = 2  # a title apart needs this many headings under it
+TITLE = -1  # assign_levels' mark for the piece that is the document's title (not a section)
 _SAME_SIZE = 0.95  # bold type at this share of the body size or more counts as the body's size
 
 _DECIMAL = re.compile(r"^(?P<number>\d{1,2}(?:\.\d{1,2}){0,4})(?P<dot>\.?)\)?\s+(?P<rest>\S.*)$")
@@ -145,7 +147,7 @@ class _Style:
 
 
 def assign_levels(pieces: list[Piece]) -> list[int]:
-    """Each piece's heading level (0: not a heading), the given levels kept."""
+    """Each piece's heading level (0: not a heading; TITLE: the document's title), the given levels kept."""
     body = body_style(pieces)
     numbers = [heading_number(piece.text) if _candidate_shape(piece) else None for piece in pieces]
     distinct = [_distinct(piece, body) for piece in pieces]
@@ -167,7 +169,20 @@ def assign_levels(pieces: list[Piece]) -> list[int]:
     chosen = {
         i: style for i, style in chosen.items() if numbers[i] is not None or _has_content(pieces, chosen, i, body)
     }
-    return _levels(pieces, numbers, chosen)
+    return _title_apart(_levels(pieces, numbers, chosen))
+
+
+def _title_apart(levels: list[int]) -> list[int]:
+    """A document that opens with a heading above all the others (its only heading at that level, every
+    other one deeper) opens with its title: the document's name, not a section every other one sits in."""
+    headings = [i for i, level in enumerate(levels) if level]
+    if len(headings) < MIN_SECTIONS_UNDER_TITLE + 1:
+        return levels
+    first = headings[0]
+    if all(levels[i] > levels[first] for i in headings[1:]):
+        levels = list(levels)
+        levels[first] = TITLE
+    return levels
 
 
 def _candidate_shape(piece: Piece) -> bool:

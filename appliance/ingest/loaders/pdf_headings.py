@@ -12,7 +12,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, replace
 
-from .headings import MAX_HEADING_CHARS, SIZE_RATIO, Piece, assign_levels, body_style, heading_number, heading_shaped
+from . import headings as rules
+from .headings import TITLE, Piece, assign_levels, body_style, heading_number, heading_shaped
 from .pdf_outline import Outline, OutlineEntry
 from .pdf_text import PageBlock
 
@@ -56,6 +57,20 @@ def with_headings(blocks: list[PlacedBlock], outline: Outline) -> tuple[list[Pla
     return _merged_titles(marked, blocks, given), warnings
 
 
+def title_of(blocks: list[PlacedBlock], keep: str | None = None) -> tuple[str | None, list[PlacedBlock]]:
+    """(the title the headings set apart, the blocks without it): a title heading (level TITLE) is the
+    document's name, shown with every chunk, not a section of it. Where the document is named otherwise
+    (`keep`: its info title, when that says something else) the title line stays as a paragraph."""
+    for index, item in enumerate(blocks):
+        if item.block.kind == "heading" and item.block.level == TITLE:
+            title = " ".join(item.block.text.split())
+            if keep is None or keep.casefold().split() == title.casefold().split():
+                return title, blocks[:index] + blocks[index + 1 :]
+            paragraph = replace(item, block=PageBlock("paragraph", item.block.text))
+            return title, blocks[:index] + [paragraph] + blocks[index + 1 :]
+    return None, blocks
+
+
 def _joined_title_lines(blocks: list[PlacedBlock], given: dict[int, int]) -> tuple[list[PlacedBlock], dict[int, int]]:
     """Consecutive one-line paragraphs of one page in the same type, larger or bolder than the body, that
     do not end like sentences: a title set on several lines ("IRM #1" / "MALWARE" / "INFECTION"), one block."""
@@ -72,7 +87,7 @@ def _joined_title_lines(blocks: list[PlacedBlock], given: dict[int, int]) -> tup
             and _title_line(item, body)
             and previous.page == item.page
             and previous.block.style == item.block.style
-            and len(previous.block.text) + len(item.block.text) < MAX_HEADING_CHARS
+            and len(previous.block.text) + len(item.block.text) < rules.MAX_HEADING_CHARS
             and heading_number(item.block.text) is None
         ):
             text = f"{previous.block.text} {item.block.text}"
@@ -89,7 +104,7 @@ def _title_line(item: PlacedBlock, body: object) -> bool:
     block, style = item.block, item.block.style
     if block.kind != "paragraph" or block.line_count != 1 or style is None or style.size is None or body is None:
         return False
-    larger = style.size >= body.size * SIZE_RATIO  # type: ignore[attr-defined]
+    larger = style.size >= body.size * rules.SIZE_RATIO  # type: ignore[attr-defined]
     return (larger or (style.bold and not body.bold)) and heading_shaped(block.text)  # type: ignore[attr-defined]
 
 

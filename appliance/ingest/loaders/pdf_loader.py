@@ -27,7 +27,7 @@ from .common import MAX_TITLE_CHARS, short_line_title, title_from_stem
 from .furniture import find_furniture
 from .page_ocr import OcrBlock
 from .pdf_columns import reading_order
-from .pdf_headings import PlacedBlock, with_headings
+from .pdf_headings import PlacedBlock, title_of, with_headings
 from .pdf_layout import layout_text
 from .pdf_ocr import ocr_pages
 from .pdf_outline import Outline
@@ -39,7 +39,8 @@ from .source import Source
 
 # Titles that PDF producers fill in by themselves and that say nothing about the content.
 _JUNK_TITLE = re.compile(
-    r"^(untitled.*|title|document\d*|no title|layout \d+|microsoft word - .*|.*\.(docx?|pdf|rtf|txt|odt|indd|qxd|tmp))$",
+    r"^(untitled.*|title|document\d*|no title|layout \d+|microsoft word - .*|.*\.(docx?|pdf|rtf|txt|odt|indd|qxd|tmp)"
+    r"|\S*_\S*(?: \[auto-saved\])?|.*\[auto-saved\])$",
     re.IGNORECASE,
 )
 
@@ -122,6 +123,7 @@ def load_pdf(data: bytes, source: Source) -> LoadedDocument:
             placed += [PlacedBlock(page.number, block) for block in blocks_of_page[page.number]]
     outline = read.outline if read is not None else Outline()
     placed, heading_warnings = with_headings(placed, outline)
+    page_title, placed = title_of(placed, keep=info_title)
     for item in placed:
         block = item.block
         builder.add(block.kind, block.text, level=block.level, page=item.page, ocr_confidence=item.confidence)
@@ -138,7 +140,7 @@ def load_pdf(data: bytes, source: Source) -> LoadedDocument:
         elif pypdf_log.messages:
             reason += f"; pypdf reported: {pypdf_log.messages[0]}"
         raise DocumentError(shown, reason)
-    document = builder.build(info_title or _first_title(placed) or title_from_stem(source.stem))
+    document = builder.build(info_title or page_title or _first_title(placed) or title_from_stem(source.stem))
     document.furniture = furniture.distinct + _rotated(pages)
     document.warnings = [*outline.warnings, *heading_warnings, *_type_warnings(pages), *_unread(read, failures)]
     if info_title:
