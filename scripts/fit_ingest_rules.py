@@ -14,7 +14,7 @@ out), chunked with a word-count token counter (the heading paths do not depend o
 bench_realdocs's own functions: heading precision/recall (strict: text and level; text alone), furniture
 lines leaked per 100 pages, labelled numbered steps found as step items, document-control fields found.
 
-Usage: python scripts/fit_ingest_rules.py sweep   [--set /work/realdocs/files] [--json scripts/results/fit_ingest_rules.json]
+Usage: python scripts/fit_ingest_rules.py sweep   [--set /work/realdocs/files] [--json FILE]
        python scripts/fit_ingest_rules.py measure [--split fit|report|all] [--set …]
 """
 

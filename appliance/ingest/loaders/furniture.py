@@ -1,9 +1,9 @@
 """Page furniture: the running header and footer a reader skips, told apart from the page's text.
 
 A line among the first or last few of a page is a running header or footer when, at that same place
-(counted from its edge of the page), its shape (digits and month names free to vary: page numbers,
-dates) repeats on most pages of the document, or on a run of consecutive pages (a chapter's running
-head). A line there that says what page it is ("Page 3 of 9"), that the copy is uncontrolled, under
+(the same height on the page where the loader knows it, else the same count of lines from its edge),
+its shape (digits and month names free to vary: page numbers, dates) repeats on most pages of the
+document, or on a run of consecutive pages (a chapter's running head). A line there that says what page it is ("Page 3 of 9"), that the copy is uncontrolled, under
 which licence the document is published, or that the text continues ("Continued on next page") is
 furniture too, and so is a running head that repeats the heading set below it on the same page.
 Such lines are taken out of the text the chunks are cut from and kept, each once, as the document's
@@ -25,6 +25,11 @@ from .common import collapse_whitespace
 ZONE_LINES = 3
 REPEAT_SHARE = 0.5
 REPEAT_RUN = 3
+# Running heads and feet are a few lines of a page: repetition that would take more of the text than
+# this share is the document's own (forms, pages generated alike), and only the lines that say they are
+# furniture are taken.
+MAX_SHARE_OF_TEXT = 0.5
+_SAME_HEIGHT = 3.0  # points: a running head stands at one height on every page it is printed on
 
 _MONTHS = re.compile(r"\b(?:jan|feb|mar|apr|may|jun|jul|aug|sep|sept|oct|nov|dec)[a-z]*\.?(?=\W|\d|$)", re.IGNORECASE)
 _DIGITS = re.compile(r"\d+")
@@ -55,22 +60,27 @@ def shape(line: str) -> str:
     return _DIGITS.sub("#", text)
 
 
-def find_furniture(pages: Sequence[Sequence[str]]) -> Furniture:
-    """The furniture of a document whose pages are given as their lines, top to bottom."""
-    repeated = _repeated(pages)
+def find_furniture(pages: Sequence[Sequence[str]], heights: Sequence[Sequence[float]] | None = None) -> Furniture:
+    """The furniture of a document whose pages are given as their lines, top to bottom, with each line's
+    height on its page (PDF points) where known."""
+    repeated = _repeated(pages, heights)
+    lines_in_all = sum(len(lines) for lines in pages)
+    if sum(len(found) for found in repeated) > MAX_SHARE_OF_TEXT * lines_in_all:
+        # Pages alike from top to bottom (forms, a generated manual): what repeats is their text, not furniture.
+        repeated = [set() for _ in pages]
     result = Furniture()
     seen: set[str] = set()
     for number, lines in enumerate(pages):
         taken = set()
-        below = [shape(line) for line in lines]
+        below = [collapse_whitespace(line) for line in lines]
         for index, place in _zone(lines):
             text = collapse_whitespace(lines[index])
             key = shape(text)
             if _bare_page_number(text):
                 taken.add(index)  # dropped as before: a page number says nothing worth keeping
                 continue
-            running_head = place >= 0 and key in below[index + 1 :]
-            if (place, key) in repeated[number] or says_furniture(text) or running_head:
+            running_head = place >= 0 and text in below[index + 1 :]
+            if (index, key) in repeated[number] or says_furniture(text) or running_head:
                 taken.add(index)
                 if key not in seen:
                     seen.add(key)
@@ -85,27 +95,48 @@ def says_furniture(text: str) -> bool:
     return bool(_SAYS_FURNITURE.search(text)) and len(text) <= 200
 
 
-def _repeated(pages: Sequence[Sequence[str]]) -> list[set[tuple[int, str]]]:
-    """For each page, the (place, shape) of its zone lines that repeat enough to be running heads or feet."""
-    found_on: dict[tuple[int, str], list[int]] = defaultdict(list)
+def _repeated(pages: Sequence[Sequence[str]], heights: Sequence[Sequence[float]] | None) -> list[set[tuple[int, str]]]:
+    """For each page, the (line index, shape) of its zone lines that repeat, at one place, on enough pages."""
+    found: dict[tuple[bool, str], list[tuple[float, int, int, int]]] = defaultdict(list)
     for number, lines in enumerate(pages):
         for index, place in _zone(lines):
             text = collapse_whitespace(lines[index])
-            if not _bare_page_number(text):
-                found_on[(place, shape(text))].append(number)
-    share = max(2.0, REPEAT_SHARE * len(pages))
+            if _bare_page_number(text):
+                continue
+            where = float(place) if heights is None else heights[number][index]
+            found[(place >= 0, shape(text))].append((where, number, index, place))
     result: list[set[tuple[int, str]]] = [set() for _ in pages]
-    for key, numbers in found_on.items():
-        numbers = sorted(set(numbers))
-        if len(numbers) >= share:
-            for number in numbers:
-                result[number].add(key)
-            continue
-        for run in _runs(numbers):
-            if len(run) >= min(REPEAT_RUN, max(2, len(pages))):
-                for number in run:
-                    result[number].add(key)
+    for (_, key), occurrences in found.items():
+        for group in _same_place(occurrences, exact=heights is None):
+            # The outermost line may be a running head on two pages; one further in needs a third.
+            least = 2 if all(place in (0, -1) for *_, place in group) else 3
+            share = max(least, REPEAT_SHARE * len(pages))
+            run_length = max(least, min(REPEAT_RUN, len(pages)))
+            numbers = sorted({number for _, number, _, _ in group})
+            taken = set(numbers) if len(numbers) >= share else set()
+            for run in _runs(numbers):
+                if len(run) >= run_length:
+                    taken.update(run)
+            for _, number, index, _ in group:
+                if number in taken:
+                    result[number].add((index, key))
     return result
+
+
+def _same_place(
+    occurrences: list[tuple[float, int, int, int]], *, exact: bool
+) -> list[list[tuple[float, int, int, int]]]:
+    """Occurrences grouped by where they stand: heights within _SAME_HEIGHT points, or the same line place."""
+    ordered = sorted(occurrences)
+    groups: list[list[tuple[float, int, int, int]]] = []
+    for occurrence in ordered:
+        if groups and (
+            occurrence[0] == groups[-1][-1][0] if exact else occurrence[0] - groups[-1][-1][0] <= _SAME_HEIGHT
+        ):
+            groups[-1].append(occurrence)
+        else:
+            groups.append([occurrence])
+    return groups
 
 
 def _runs(numbers: list[int]) -> list[list[int]]:

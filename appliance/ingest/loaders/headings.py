@@ -35,7 +35,7 @@ MIN_SECTIONS_UNDER_TITLE = 2  # a title apart needs this many headings under it
 TITLE = -1  # assign_levels' mark for the piece that is the document's title (not a section)
 _SAME_SIZE = 0.95  # bold type at this share of the body size or more counts as the body's size
 
-_DECIMAL = re.compile(r"^(?P<number>\d{1,2}(?:\.\d{1,2}){0,4})(?P<dot>\.?)\)?\s+(?P<rest>\S.*)$")
+_DECIMAL = re.compile(r"^(?P<number>\d{1,3}(?:\.\d{1,2}){0,4})(?P<dot>\.?)\)?\s+(?P<rest>\S.*)$")
 _LETTER = re.compile(r"^(?P<number>[A-Z])[.)]\s+(?P<rest>[A-Z].*)$")
 _ROMAN = re.compile(r"^(?P<number>[IVX]{1,5})[.)]\s+(?P<rest>[A-Z].*)$")
 _NAMED = re.compile(
@@ -48,7 +48,7 @@ _STEP = re.compile(r"^step\s*\d{1,3}\b", re.IGNORECASE)
 _SIGNAL_WORD = re.compile(
     r"^(?:note|warning|caution|danger|important|tip|hint|attention|hold point|remember)[:!.]?$", re.IGNORECASE
 )
-_TOC_LINE = re.compile(r"(?:\.\s?){4,}\s*\d{0,4}\s*$|…{2,}|_{4,}|\s\d{1,4}$")
+_TOC_LINE = re.compile(r"(?:\.\s?){4,}\s*[\dixv]{0,4}\s*$|…{2,}|_{4,}")
 _SENTENCE_END = (".", ",", ";", ":", "!")
 _ROMAN_VALUES = {"I": 1, "V": 5, "X": 10}
 

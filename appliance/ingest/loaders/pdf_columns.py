@@ -64,45 +64,45 @@ def reading_order(
 
 def _beside_boxes(lines: list[PdfLine], boxes: list[Box]) -> list[Flow]:
     """Text inside a box that other text stands beside, taken out and read after the lines it spans."""
+    beside = [box for box in boxes if _box_beside(box, lines)]
     flows = [Flow()]
     pending: list[tuple[Box, Flow]] = []
     for line in lines:
-        inside: list[Segment] = []
-        outside: list[Segment] = []
-        box_of_line: Box | None = None
-        for segment in line.segments:
-            box = next((box for box in boxes if box.holds(segment, line)), None)
-            if box is not None:
-                inside.append(segment)
-                box_of_line = box
-            else:
-                outside.append(segment)
         for box, flow in list(pending):  # a box ends when the lines have passed its bottom
             if line.baseline < box.bottom - _EDGE:
                 flows += [flow, Flow()]
                 pending.remove((box, flow))
-        if box_of_line is not None and outside and _box_beside(box_of_line, lines):
-            target = next((flow for box, flow in pending if box == box_of_line), None)
+        inside: dict[Box, list[Segment]] = {}
+        outside: list[Segment] = []
+        for segment in line.segments:
+            box = next((box for box in beside if box.holds(segment, line)), None)
+            if box is None:
+                outside.append(segment)
+            else:
+                inside.setdefault(box, []).append(segment)
+        for box, segments in inside.items():
+            target = next((flow for held, flow in pending if held == box), None)
             if target is None:
                 target = Flow()
-                pending.append((box_of_line, target))
-            target.lines.append(line.part(tuple(inside)))
-            flows[-1].lines.append(line.part(tuple(outside)))
-        else:
-            flows[-1].lines.append(line)
+                pending.append((box, target))
+            target.lines.append(line.part(tuple(segments)))
+        if outside:
+            flows[-1].lines.append(line.part(tuple(outside)) if inside else line)
     for _, flow in pending:
         flows += [flow, Flow()]
     return flows
 
 
 def _box_beside(box: Box, lines: list[PdfLine]) -> bool:
-    """Other text stands beside the box on at least two of its lines."""
-    beside = 0
+    """The box holds text, and other text stands beside it (within its height) on at least two lines."""
+    holds = beside = 0
     for line in lines:
+        if not box.bottom - _EDGE <= line.baseline <= box.top + _EDGE:
+            continue
         inside = [box.holds(segment, line) for segment in line.segments]
-        if box.bottom - _EDGE <= line.baseline <= box.top + _EDGE and any(inside) and not all(inside):
-            beside += 1
-    return beside >= 2
+        holds += any(inside)
+        beside += not all(inside)
+    return holds >= 1 and beside >= 2
 
 
 def _columns(lines: list[PdfLine], fixed: Sequence[tuple[float, float]]) -> list[Flow]:

@@ -67,7 +67,7 @@ def title_of(blocks: list[PlacedBlock], keep: str | None = None) -> tuple[str | 
             if keep is None or keep.casefold().split() == title.casefold().split():
                 return title, blocks[:index] + blocks[index + 1 :]
             paragraph = replace(item, block=PageBlock("paragraph", item.block.text))
-            return title, blocks[:index] + [paragraph] + blocks[index + 1 :]
+            return title, [*blocks[:index], paragraph, *blocks[index + 1 :]]
     return None, blocks
 
 

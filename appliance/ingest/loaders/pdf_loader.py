@@ -84,10 +84,14 @@ def _page_text(page: PageObject) -> tuple[str, bool]:
         return page.extract_text(), False
 
 
+_NO_GEOMETRY = 100_000.0
+
+
 @dataclass
 class _Page:
     number: int
     lines: list[str]  # its lines top to bottom, as text: where the furniture is found
+    heights: list[float]  # each line's height on the page (its baseline; for pypdf's text, its line number)
     words: int  # words in its text layer
     pdfium: PdfiumPage | None = None
     text: str = ""  # pypdf's text, where pdfium could not read the page
@@ -105,7 +109,8 @@ def load_pdf(data: bytes, source: Source) -> LoadedDocument:
         read = read_with_pdfium(data)
         pages = [_read_page(number, page, read, failures) for number, page in enumerate(reader.pages, start=1)]
         info_title = _info_title(reader)
-    furniture = find_furniture([page.lines for page in pages])
+        declares_outline = _declares_outline(reader)
+    furniture = find_furniture([page.lines for page in pages], [page.heights for page in pages])
     blocks_of_page = {page.number: _blocks(page, furniture.lines_of_page[page.number - 1]) for page in pages}
     ocr = source.ocr
     read_by_ocr: dict[int, list[OcrBlock]] = {}
@@ -122,6 +127,8 @@ def load_pdf(data: bytes, source: Source) -> LoadedDocument:
         else:
             placed += [PlacedBlock(page.number, block) for block in blocks_of_page[page.number]]
     outline = read.outline if read is not None else Outline()
+    if declares_outline and not outline.entries and not outline.warnings:
+        outline.warnings.append("the outline (bookmarks) is damaged and was not read: headings found from the text")
     placed, heading_warnings = with_headings(placed, outline)
     page_title, placed = title_of(placed, keep=info_title)
     for item in placed:
@@ -155,15 +162,19 @@ def _read_page(number: int, page: PageObject, read: PdfiumRead | None, failures:
     # it reports about a damaged content stream is what the error says.
     if pdfium_page is not None and pdfium_page.lines.lines:
         lines = [line.text for line in pdfium_page.lines.lines]
-        return _Page(number, lines, sum(len(line.split()) for line in lines), pdfium=pdfium_page)
+        heights = [line.baseline for line in pdfium_page.lines.lines]
+        return _Page(number, lines, heights, sum(len(line.split()) for line in lines), pdfium=pdfium_page)
     try:
         text, layout = _page_text(page)
     except Exception as exc:  # one bad page should not lose the others
         failures.append(f"page {number}: {_reason(exc)}")
-        return _Page(number, [], 0)
+        return _Page(number, [], [], 0)
     text = clean_page_text(text)
     lines = [line for line in text.split("\n") if line.strip()]
-    return _Page(number, lines, len(text.split()), text=text, layout=layout)
+    # Without geometry a line's place is its count from its edge of the page: the top lines count down from
+    # far above any bottom line, the bottom ones up from below.
+    heights = [_NO_GEOMETRY - i if i < len(lines) / 2 else -float(len(lines) - i) for i in range(len(lines))]
+    return _Page(number, lines, heights, len(text.split()), text=text, layout=layout)
 
 
 def _blocks(page: _Page, furniture: set[int]) -> list[PageBlock]:
@@ -183,6 +194,21 @@ def _blocks(page: _Page, furniture: set[int]) -> list[PageBlock]:
         else:
             kept_lines.append(line)
     return blocks_with_tables("\n".join(kept_lines), [], layout=page.layout, headings=False)
+
+
+def _declares_outline(reader: PdfReader) -> bool:
+    """The file's catalog names an outline with bookmarks in it, or one that cannot be resolved."""
+    try:
+        root = reader.trailer["/Root"]
+        if "/Outlines" not in root:
+            return False
+    except Exception:  # a damaged catalog: the pages were read, the outline is simply not there
+        return False
+    try:
+        outlines = root["/Outlines"].get_object()
+        return outlines is None or "/First" in outlines
+    except Exception:  # named, but pointing nowhere: a damaged outline
+        return True
 
 
 def _info_title(reader: PdfReader) -> str | None:
