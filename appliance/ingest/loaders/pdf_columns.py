@@ -75,16 +75,16 @@ def _beside_boxes(lines: list[PdfLine], boxes: list[Box]) -> list[Flow]:
         inside: dict[Box, list[Segment]] = {}
         outside: list[Segment] = []
         for segment in line.segments:
-            box = next((box for box in beside if box.holds(segment, line)), None)
-            if box is None:
+            holder = next((box for box in beside if box.holds(segment, line)), None)
+            if holder is None:
                 outside.append(segment)
             else:
-                inside.setdefault(box, []).append(segment)
-        for box, segments in inside.items():
-            target = next((flow for held, flow in pending if held == box), None)
+                inside.setdefault(holder, []).append(segment)
+        for holder, segments in inside.items():
+            target = next((flow for held, flow in pending if held == holder), None)
             if target is None:
                 target = Flow()
-                pending.append((box, target))
+                pending.append((holder, target))
             target.lines.append(line.part(tuple(segments)))
         if outside:
             flows[-1].lines.append(line.part(tuple(outside)) if inside else line)

@@ -16,6 +16,7 @@ from __future__ import annotations
 import io
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from pypdf import PageObject, PasswordType, PdfReader
 from pypdf.errors import DependencyError, PyPdfError
@@ -199,13 +200,13 @@ def _blocks(page: _Page, furniture: set[int]) -> list[PageBlock]:
 def _declares_outline(reader: PdfReader) -> bool:
     """The file's catalog names an outline with bookmarks in it, or one that cannot be resolved."""
     try:
-        root = reader.trailer["/Root"]
+        root: Any = reader.trailer["/Root"]
         if "/Outlines" not in root:
             return False
     except Exception:  # a damaged catalog: the pages were read, the outline is simply not there
         return False
     try:
-        outlines = root["/Outlines"].get_object()
+        outlines: Any = root["/Outlines"].get_object()
         return outlines is None or "/First" in outlines
     except Exception:  # named, but pointing nowhere: a damaged outline
         return True
