@@ -5,9 +5,10 @@ A line among the first or last few of a page is a running header or footer when,
 its shape (digits and month names free to vary: page numbers, dates) repeats on most pages of the
 document, or on a run of consecutive pages (a chapter's running head). A line there that says what page
 it is ("Page 3 of 9"), that the copy is uncontrolled, under which licence the document is published, or
-that the text continues ("Continued on next page") is furniture too, and so is a running head that repeats the heading set below it on the same page.
-Such lines are taken out of the text the chunks are cut from and kept, each once, as the document's
-furniture (where its control block may be read); bare page numbers are simply dropped.
+that the text continues ("Continued on next page") is furniture too, and so is a running head that
+repeats the heading set below it on the same page. Such lines are taken out of the text the chunks are
+cut from and kept, each once, as the document's furniture (where its control block may be read); bare
+page numbers are simply dropped.
 """
 
 from __future__ import annotations
