@@ -2,8 +2,9 @@
 
 In order of trust: a labelled control block on the first page (a "Field | Value" table, a row of labels
 over a row of values, "Revision: 3" lines), the running header and footer (the page furniture the loader
-took out of the text), the file's own properties (DOCX core properties, PDF info), then prose in the
-opening text ("Document number SOP-OPS-001, revision 4, effective 2024-01-02"). Labels are the structure
+took out of the text), prose in the opening text or the furniture ("Document number SOP-OPS-001,
+revision 4, effective 2024-01-02", "SOP-7 Rev 3"), then the file's own properties (DOCX core properties,
+PDF info: a template's properties often outlive many revisions of its text). Labels are the structure
 read here, never a value's words. A review date not stated but implied by a stated cycle ("Review cycle:
 Annual") is the effective date plus that cycle, and marked so.
 """
@@ -100,11 +101,15 @@ def read_control(doc: LoadedDocument) -> DocumentControl:
     """The control block `doc` states, from its opening text, its furniture and its properties."""
     fields: dict[str, str] = {}
     opening = _opening_blocks(doc.blocks)
-    for source in (_labelled(opening), _labelled_lines(doc.furniture), _properties(doc.properties)):
+    sources = (
+        _labelled(opening),
+        _labelled_lines(doc.furniture),
+        _prose([block.text for block in opening] + list(doc.furniture)),
+        _properties(doc.properties),  # last: a template's properties outlive many revisions of the text
+    )
+    for source in sources:
         for name, value in source:
             fields.setdefault(name, value)
-    for name, value in _prose([block.text for block in opening] + list(doc.furniture)):
-        fields.setdefault(name, value)
     if "number" not in fields:
         number = _sop_number([doc.title, *doc.furniture, *(block.text for block in opening)])
         if number is not None:
