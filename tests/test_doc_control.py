@@ -32,7 +32,10 @@ def test_a_field_value_table_gives_every_field() -> None:
 
 
 def test_a_row_of_labels_over_a_row_of_values_is_read_by_column() -> None:
-    table = "| SOP No. | Rev. | Effective Date | Review Date |\n| --- | --- | --- | --- |\n| QA-012 | B | 1 May 2025 | May 2027 |"
+    table = (
+        "| SOP No. | Rev. | Effective Date | Review Date |\n| --- | --- | --- | --- |\n"
+        "| QA-012 | B | 1 May 2025 | May 2027 |"
+    )
     control = read_control(document(("table", table)))
     assert (control.number, control.revision, control.effective, control.review) == (
         "QA-012",
