@@ -78,6 +78,20 @@ class DocumentControl:
         effective = f"effective {self.effective}" if self.effective else ""
         return ", ".join(part for part in (head, effective) if part)
 
+    def as_json(self, today: str) -> dict[str, object]:
+        """The control block as the API gives it with a citation: its fields, the label, whether the review
+        date has passed on `today` (ISO)."""
+        return {
+            "number": self.number,
+            "title": self.title,
+            "revision": self.revision,
+            "effective": self.effective,
+            "review": self.review,
+            "review_from_cycle": self.review_from_cycle,
+            "review_overdue": self.review_overdue(today),
+            "label": self.label(),
+        }
+
     def review_overdue(self, today: str) -> bool:
         """The review date (ISO: a day, or a month) lies before `today` (ISO); False when it is not ISO."""
         review = self.review
