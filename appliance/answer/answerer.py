@@ -7,8 +7,9 @@ text as it is generated, then the finished `AnswerResult` with citations and the
 
 from __future__ import annotations
 
+import datetime as dt
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -66,6 +67,9 @@ class Citation:
     document_id: int | None = None
     ocr_confidence: float | None = None  # the cited passage was read by OCR: its lowest chunk confidence
     ocr_note: str | None = None  # "text recognised by OCR: check the page" when that is low
+    # What the cited document states of itself (DocumentControl.as_json: number, revision, effective and review
+    # dates, "label", "review_overdue"); None when it states none of them.
+    document_control: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -79,6 +83,7 @@ class ShownSection:
     pages: list[int]
     words: int  # the whole section's length, shown or not
     document_id: int | None = None
+    document_control: dict[str, Any] | None = None  # as Citation.document_control
 
 
 @dataclass(frozen=True)
@@ -180,6 +185,12 @@ class Answerer:
         if self._generator is None:
             self._generator = load_generator(self.settings)
         return self._generator
+
+    def _controls(self, paths: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Display path → the control block each document states (for its citations), as of today."""
+        today = dt.date.today().isoformat()
+        metas = self.searcher.catalog.document_meta(paths)
+        return {path: meta.control.as_json(today) for path, meta in metas.items() if meta.control.stated}
 
     def close(self) -> None:
         self.searcher.close()
@@ -366,6 +377,7 @@ class Answerer:
             sorted({s.path for s in quoted.sections} | {a.section.path for a in quoted.alternatives})
         )
         document_ids = {path: entry[0] for path, entry in files.items()}
+        controls = self._controls(files)
         scores = {hit.chunk_id: hit.score for hit in found.hits}
         evidence = [
             self._section_item(question, n, section, quoted, scores, document_ids)
@@ -392,11 +404,14 @@ class Answerer:
                 item.document_id,
                 item.ocr_confidence,
                 ocr_note(item.ocr_confidence, low),
+                controls.get(item.path),
             )
             for item in evidence
         ]
         shown = [
-            ShownSection(n, s.path, s.title, s.heading, list(s.pages), s.words, document_ids.get(s.path))
+            ShownSection(
+                n, s.path, s.title, s.heading, list(s.pages), s.words, document_ids.get(s.path), controls.get(s.path)
+            )
             for n, s in enumerate(quoted.sections, start=1)
         ]
         alternatives = [
@@ -536,6 +551,7 @@ class Answerer:
         )
         support, refused = verdict.support, verdict.refused
         by_number = {source.n: source for source in prompt.sources}
+        controls = self._controls(source.chunks[0].path for source in prompt.sources if source.chunks)
         citations = []
         for n in verdict.cited:
             # A source may span several chunks: cite the one holding the words that rely on it.
@@ -544,7 +560,17 @@ class Answerer:
             confidence = chunk.ocr_confidence
             note = ocr_note(confidence, low)
             citations.append(
-                Citation(n, chunk.chunk_id, chunk.path, chunk.section, chunk.page, document_id, confidence, note)
+                Citation(
+                    n,
+                    chunk.chunk_id,
+                    chunk.path,
+                    chunk.section,
+                    chunk.page,
+                    document_id,
+                    confidence,
+                    note,
+                    controls.get(chunk.path),
+                )
             )
         generation: dict[str, Any] = {}
         if stats is not None:
