@@ -4,8 +4,9 @@ A gutter is a vertical strip that a run of consecutive lines leaves empty while 
 text on both sides of it. What is on its two sides decides how the run is read:
 - both sides full of wrapped text (most lines of each side fill its width): two columns, read the left
   one, then the right one;
-- one side holds text on few of the lines (a side heading, a note beside the steps): each of its pieces
-  is read as a block of its own, just before the line of the other side it stands beside;
+- one side holds text on few of the lines (a side heading, a note beside the steps) and the other is
+  wrapped text: each piece of the first is read as a block of its own, just before the line of the
+  other side it stands beside;
 - anything else (cells of a table, a form): left as it is, line by line, for the table reader.
 A box drawn around text that other text stands beside (a call-out beside a step list) is read after
 that text, as a block of its own, whatever its shape.
@@ -25,6 +26,7 @@ _FULL_SHARE = 0.5  # a side of wrapped text: this share of its lines are full
 _MIN_WORDS = 4  # a side of wrapped text: this many words per line on average
 _SPARSE = 0.5  # a side with text on at most this share of the run's lines is sparse (side notes)
 _EDGE = 1.0  # points: a segment may touch the gutter's edge
+_MIN_GUTTER = 6.0  # points: a gutter narrower than this is a word space
 
 
 @dataclass(frozen=True)
@@ -128,23 +130,46 @@ def _is_fixed(line: PdfLine, fixed: Sequence[tuple[float, float]]) -> bool:
 def _gutter_run(
     lines: list[PdfLine], start: int, fixed: Sequence[tuple[float, float]]
 ) -> tuple[int, float, float] | None:
-    """(end, gutter left, gutter right) of a run of lines from `start` that keeps a gutter, or None."""
+    """(end, gutter left, gutter right) of a run of lines from `start` that keeps a gutter, or None. The
+    gutter starts as a gap of the first line and narrows to what every later line leaves free."""
     line = lines[start]
     best: tuple[int, float, float] | None = None
     for first, second in itertools.pairwise(line.segments):
         low, high = first.right, second.left
         two_sided = 0
         end = start
-        while end < len(lines):
-            segments = lines[end].segments
-            if _is_fixed(lines[end], fixed) or any(s.left < high - _EDGE and s.right > low + _EDGE for s in segments):
+        while end < len(lines) and not _is_fixed(lines[end], fixed):
+            narrowed = _narrowed(lines[end], low, high)
+            if narrowed is None:
                 break
+            low, high = narrowed
+            segments = lines[end].segments
             if any(s.right <= low + _EDGE for s in segments) and any(s.left >= high - _EDGE for s in segments):
                 two_sided += 1
             end += 1
         if two_sided >= MIN_TWO_SIDED and (best is None or end > best[0]):
             best = (end, low, high)
     return best
+
+
+def _narrowed(line: PdfLine, low: float, high: float) -> tuple[float, float] | None:
+    """The gutter (low, high) this line leaves free, or None when its text crosses or fills it. Only a line
+    with text on both sides narrows it; a line on one side must keep out of it."""
+    two_sided = any(s.left < low for s in line.segments) and any(s.right > high for s in line.segments)
+    for segment in line.segments:
+        if not two_sided and segment.right > low + _EDGE and segment.left < high - _EDGE:
+            return None
+        if segment.right <= low + _EDGE or segment.left >= high - _EDGE:
+            continue
+        if segment.left <= low + _EDGE:
+            low = segment.right  # a left-side segment reaching into the gutter
+        elif segment.right >= high - _EDGE:
+            high = segment.left  # a right-side segment starting inside it
+        else:
+            return None  # text inside the gutter
+        if high - low < _MIN_GUTTER:
+            return None
+    return low, high
 
 
 def _read_run(run: list[PdfLine], low: float, high: float) -> list[Flow]:
@@ -154,9 +179,9 @@ def _read_run(run: list[PdfLine], low: float, high: float) -> list[Flow]:
     right_count = sum(1 for part in right if part is not None)
     if _wrapped(left) and _wrapped(right) and min(left_count, right_count) > _SPARSE * len(run):
         return [Flow([p for p in left if p is not None]), Flow([p for p in right if p is not None])]
-    if left_count <= _SPARSE * len(run) < right_count:
+    if left_count <= _SPARSE * len(run) < right_count and _wrapped(right):
         return _interleaved(left, right)
-    if right_count <= _SPARSE * len(run) < left_count:
+    if right_count <= _SPARSE * len(run) < left_count and _wrapped(left):
         return _interleaved(right, left)
     return [Flow(list(run))]
 
