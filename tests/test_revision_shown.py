@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from appliance.answer.answerer import Answerer
 from appliance.cli.main import cli
 from appliance.config import Settings
-from appliance.ingest.pipeline import ingest
 from tests.fakes import ScriptedGenerator
+from tests.test_api import indexed_home
 
 SOP = """# SOP-CL-004 Chlorine Container Change
 
@@ -46,12 +46,8 @@ LABEL = "SOP-CL-004 rev 3, effective 2023-05-01"
 
 @pytest.fixture
 def indexed(settings: Settings, tmp_path: Path) -> Settings:
-    root = tmp_path / "plant"
-    root.mkdir()
-    (root / "SOP-CL-004.md").write_text(SOP)
-    (root / "pump-notes.md").write_text(UNCONTROLLED)
-    ingest(settings, [root])
-    return settings
+    home = indexed_home(tmp_path, settings.models_dir, {"SOP-CL-004.md": SOP, "pump-notes.md": UNCONTROLLED})
+    return Settings(home=home, models_dir=settings.models_dir)
 
 
 def test_citations_and_sections_carry_the_revision_and_the_overdue_review(indexed: Settings) -> None:
