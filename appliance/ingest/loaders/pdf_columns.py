@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 
 from .pdf_lines import PdfLine, Segment
 
-MIN_TWO_SIDED = 2  # lines with text on both sides that make a gutter
+MIN_TWO_SIDED = 1  # lines with text on both sides that make a gutter
 _FULL_LINE = 0.7  # a side's line at least this share of the side's widest line is a wrapped (full) line
 _FULL_SHARE = 0.5  # a side of wrapped text: this share of its lines are full
 _MIN_WORDS = 4  # a side of wrapped text: this many words per line on average

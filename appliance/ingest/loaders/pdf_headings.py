@@ -180,10 +180,26 @@ def _find(blocks: list[PlacedBlock], entry: OutlineEntry, cursor: int) -> tuple[
             text = _key(item.block.text)
             if text == title or (title.startswith(text) and len(text) >= _MIN_PART * len(title)):
                 return index, None
+            if text and title.startswith(text) and _completes(blocks, index, title):
+                return index, None  # a title set on several lines: "Removing" / "Gel Cassette"
             if text.startswith(title) and item.block.line_count > 1:
                 # A paragraph that opens with the title (a run-in or side heading): cut after it.
                 return index, _cut_after(item.block.text, len(title))
     return None
+
+
+def _completes(blocks: list[PlacedBlock], index: int, title: str) -> bool:
+    """The block at `index` and the ones after it on its page spell the whole title."""
+    text = ""
+    for item in blocks[index:]:
+        if item.page != blocks[index].page or item.block.kind == "table":
+            return False
+        text += _key(item.block.text)
+        if text == title:
+            return True
+        if not title.startswith(text):
+            return False
+    return False
 
 
 def _complete_title(blocks: list[PlacedBlock], index: int, title: str) -> None:

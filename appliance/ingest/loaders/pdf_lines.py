@@ -280,7 +280,7 @@ def _line(glyphs: list[_Glyph]) -> PdfLine:
             text += " " * max(1 if glyph.space_before else 0, round(gap / advance)) + glyph.char
             run.append(glyph)
             continue
-        if gap > wide and not (len(segments) == 0 and _MARKER.match(text)):
+        if gap > wide and not _MARKER.match(text):
             segments.append(_segment(run, text))
             run, text = [glyph], glyph.char
             continue
