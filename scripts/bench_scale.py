@@ -541,11 +541,11 @@ def serve_step(job: dict[str, Any]) -> dict[str, Any]:
     if job.get("lexical"):
         search = SearchSettings()
         for _, text in job["lexical"][:20]:  # warm the page cache, as a running server has it
-            lexical_search(catalog.conn, text, job["candidates"])
+            lexical_search(catalog.fulltext, text, job["candidates"])
         for kind, text in job["lexical"]:
             t = time.perf_counter()
             hits = lexical_search(
-                catalog.conn,
+                catalog.fulltext,
                 text,
                 job["candidates"],
                 header_weight=search.header_weight,

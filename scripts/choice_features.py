@@ -30,13 +30,13 @@ import numpy as np
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.quoted.candidates import gather_candidates
-from appliance.answer.quoted.choice import choose_section
 from appliance.answer.quoted.features import BASE_FEATURES, base_features
 from appliance.answer.quoted.label_vectors import LabelVectors
 from appliance.ingest.pipeline import ingest
 from appliance.retrieve.search import Searcher
 from appliance.text.questions import question_kind
 from scripts.bench_sop import KEYPHRASE_SETS, QA, REPO, RUNBOOKS, flat, settings_for
+from scripts.lib.rule_choice import choose_section
 
 SETS = ("train", "procedures", "heldout", "sampled", "tune", "demo")
 GROUP_OF_FOLDER = {
@@ -127,6 +127,7 @@ def dump_question(
         section = candidate.section
         text = flat(section_text(section))
         held = [p in text for p in phrases]
+        inside = [vectors[c.chunk_id] for c in section.chunks if c.chunk_id in vectors]
         rows_out.append(
             {
                 "path": section.path,
@@ -136,6 +137,9 @@ def dump_question(
                 "in_order": _in_order(text, phrases),
                 "gold": section.path == item["gold_file"] and section.heading == item.get("gold_section"),
                 "gold_document": section.path == item["gold_file"],
+                # the best cosine of a chunk inside, not standardized: the "none answers" model reads levels
+                "raw_cos": float(max(np.stack(inside) @ q)) if inside else 0.0,
+                "lex_body": float(features[len(rows_out), BASE_FEATURES.index("lex_body")]),
             }
         )
     return {
@@ -175,13 +179,17 @@ def main() -> int:
     parser.add_argument("--sets", default=",".join(SETS))
     parser.add_argument("--out", type=Path, default=REPO / ".appliance" / "choice_features.pkl")
     parser.add_argument("--corpora", default="demo,runbooks", help="Only the questions over these indexes.")
+    parser.add_argument("--reuse", action="store_true", help="Keep the questions --out already holds; dump the rest.")
     args = parser.parse_args()
     searchers: dict[str, tuple[Searcher, LabelVectors]] = {}
     dumped: list[dict[str, Any]] = []
+    if args.reuse and args.out.exists():
+        dumped = pickle.loads(args.out.read_bytes())["questions"]
+    done = {(q["set"], q["id"]) for q in dumped}
     for name in args.sets.split(","):
         for item in load_set(name):
             corpus = corpus_of(item)
-            if corpus not in args.corpora.split(","):
+            if corpus not in args.corpora.split(",") or (name, item["id"]) in done:
                 continue
             if corpus not in searchers:
                 settings = settings_for(corpus, args.home, args.models_dir)

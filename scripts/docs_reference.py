@@ -1,5 +1,6 @@
 """Write docs/reference/ from the appliance itself: settings from `config show`, the CLI from every
-command's `--help`, the API from the OpenAPI schema. `--check` writes nothing and exits 1 when a
+command's `--help`, the API from the OpenAPI schema, the modules from their docstrings in the layer order of
+docs/architecture.md (the ```layers block tests/test_layers.py enforces). `--check` writes nothing and exits 1 when a
 committed file differs from what the code says today (tests/test_docs_reference.py runs it).
 
 Usage: python scripts/docs_reference.py [--check]
@@ -8,8 +9,10 @@ Usage: python scripts/docs_reference.py [--check]
 from __future__ import annotations
 
 import argparse
+import ast
 import json
 import os
+import re
 import sys
 import tempfile
 from pathlib import Path
@@ -134,7 +137,59 @@ def api_page() -> str:
     return "\n".join(lines) + "\n"
 
 
-PAGES = {"settings.md": settings_page, "cli.md": cli_page, "api.md": api_page}
+def documented_layers(architecture: Path) -> dict[str, int]:
+    """Unit name -> layer number, from the ```layers block of docs/architecture.md."""
+    block = re.search(r"```layers\n(.*?)```", architecture.read_text(encoding="utf-8"), re.DOTALL)
+    if block is None:
+        raise SystemExit(f"{architecture}: no ```layers block")
+    layers: dict[str, int] = {}
+    for line in block.group(1).splitlines():
+        number, _, names = line.partition(".")
+        layers.update({name: int(number) for name in names.split()})
+    return layers
+
+
+def _summary(path: Path) -> str:
+    """The first paragraph of a module's docstring, on one line."""
+    docstring = ast.get_docstring(ast.parse(path.read_text(encoding="utf-8"))) or ""
+    return " ".join(docstring.split("\n\n")[0].split()).replace("|", "\\|")
+
+
+def modules_page() -> str:
+    import appliance
+
+    package = Path(appliance.__file__).resolve().parent  # the code imported, as for the other pages
+    layers = documented_layers(package.parent / "docs" / "architecture.md")
+    units: dict[str, list[Path]] = {}
+    for path in sorted(package.rglob("*.py")):
+        parts = path.relative_to(package).parts
+        unit = "appliance" if parts == ("__init__.py",) else parts[0].removesuffix(".py")
+        units.setdefault(unit, []).append(path)
+    lines = [
+        HEADER + "# Modules",
+        "",
+        "Every module of the package with the first paragraph of its docstring, by layer: a unit (a subpackage or",
+        "a top-level module) imports only units of lower layers (docs/architecture.md, enforced by",
+        "tests/test_layers.py). The lab (`scripts/lib/`) and the scripts sit above the package.",
+    ]
+    for layer in sorted(set(layers.values())):
+        names = [name for name, number in layers.items() if number == layer and name in units]
+        if not names:
+            continue
+        lines += ["", f"## Layer {layer}: {', '.join(names)}", "", "| module | what |", "|---|---|"]
+        for name in names:
+            for path in units[name]:
+                shown = path.relative_to(package.parent).as_posix()
+                summary = _summary(path)
+                if path.name == "__init__.py":
+                    if not summary:
+                        continue
+                    shown = shown.removesuffix("__init__.py")
+                lines.append(f"| `{shown}` | {summary} |")
+    return "\n".join(lines) + "\n"
+
+
+PAGES = {"settings.md": settings_page, "cli.md": cli_page, "api.md": api_page, "modules.md": modules_page}
 
 
 def main() -> int:

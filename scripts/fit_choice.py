@@ -9,7 +9,7 @@ training set scripts/qa/choice_train.jsonl and the evaluation sets.
    question, P(whole job | procedure) on the procedure questions.
 2. The ranker (answer/quoted/ranker.py): a conditional logit over each question's candidates: P(candidate)
    = softmax(w · standardized features). The target of a question is the candidates that show the most of its
-   gold phrases and, among those, the shortest (within 25%): the section itself, not the document holding it.
+   gold phrases and, among those, the shortest (within 10%): the section itself, not the document holding it.
 3. Leave-one-corpus-out: for each group (docs_corpus, openshift, gitlab, ir-prometheus) both models are fitted
    on the other three and measured on it; the regularization is chosen by the mean of those folds.
 4. The evaluation sets (procedures, the key-phrase sets) are measured with the model fitted on all of the
@@ -39,40 +39,62 @@ from sklearn.linear_model import LogisticRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from appliance.answer.quoted.features import BASE_FEATURES, FEATURES, with_question
+from appliance.answer.question import GRAMMAR_KINDS, ngrams, reading_inputs
+from appliance.answer.quoted.features import BASE_FEATURES, heading_words, model_features, with_question
+from appliance.answer.quoted.sections import is_within
 
 REPO = Path(__file__).resolve().parent.parent
 GROUPS = ("docs_corpus", "openshift", "gitlab", "ir-prometheus")
-KINDS = ("value", "procedure", "fact")
 EMBEDDER = "all-MiniLM-L6-v2"
 FITTED = REPO / "appliance" / "answer" / "fitted"
-SHORTEST_WITHIN = 1.25  # targets: the shortest candidates holding the most phrases, up to this many times longer
+SHORTEST_WITHIN = 1.1  # targets: the shortest candidates holding the most phrases, up to this many times longer
 COMPLETE = 0.9
-RANKER_L2 = (0.01, 0.03, 0.1, 0.3, 1.0)
-READING_C = (0.1, 0.3, 1.0, 3.0)
+RANKER_L2 = (30.0, 100.0, 300.0, 1000.0)
+READING_C = (0.3, 1.0)
 
 
 # --- the question's reading --------------------------------------------------------------------------------
 
 
-def reading_inputs(question: dict[str, Any]) -> np.ndarray:
-    grammar = [1.0 if question["regex_kind"] == kind else 0.0 for kind in KINDS]
-    return np.concatenate([question["vector"], np.asarray(grammar, dtype=np.float32)])
+MIN_QUESTIONS = 3  # an n-gram enters the reading's vocabulary when this many training questions hold it
 
 
-def fit_reading(questions: Sequence[dict[str, Any]], c: float) -> tuple[LogisticRegression, LogisticRegression]:
-    answerable = [q for q in questions if q["answerable"] and q["kind"]]
-    x = np.stack([reading_inputs(q) for q in answerable])
-    procedure = LogisticRegression(C=c, max_iter=2000).fit(x, [q["kind"] == "procedure" for q in answerable])
-    procedures = [q for q in answerable if q["kind"] == "procedure" and q["scope"]]
-    xw = np.stack([reading_inputs(q) for q in procedures])
-    whole = LogisticRegression(C=c, max_iter=2000).fit(xw, [q["scope"] == "whole" for q in procedures])
-    return procedure, whole
+class Reading:
+    """P(procedure) and P(whole | procedure): logistic models over the grammar's kind and the question's
+    n-grams (answer/question.py reading_inputs), the vocabulary taken from the questions it is fitted on."""
+
+    def __init__(self, questions: Sequence[dict[str, Any]], c: float) -> None:
+        answerable = [q for q in questions if q["answerable"] and q["kind"]]
+        counts: dict[str, int] = {}
+        for q in answerable:
+            for gram in ngrams(q["searched"]):
+                counts[gram] = counts.get(gram, 0) + 1
+        self.vocabulary = tuple(sorted(g for g, n in counts.items() if n >= MIN_QUESTIONS))
+        x = np.stack([self.inputs(q) for q in answerable])
+        self.procedure = LogisticRegression(C=c, max_iter=4000).fit(x, [q["kind"] == "procedure" for q in answerable])
+        scoped = [i for i, q in enumerate(answerable) if q["kind"] == "procedure" and q["scope"]]
+        self.whole = LogisticRegression(C=c, max_iter=4000).fit(
+            x[scoped], [answerable[i]["scope"] == "whole" for i in scoped]
+        )
+
+    def inputs(self, question: dict[str, Any]) -> np.ndarray:
+        return reading_inputs(question["searched"], question["regex_kind"], self.vocabulary)
+
+    def __call__(self, question: dict[str, Any]) -> tuple[float, float]:
+        x = self.inputs(question)[None, :]
+        return float(self.procedure.predict_proba(x)[0, 1]), float(self.whole.predict_proba(x)[0, 1])
+
+    @staticmethod
+    def model_json(model: LogisticRegression) -> dict[str, Any]:
+        return {"coef": [round(float(v), 6) for v in model.coef_[0]], "intercept": round(float(model.intercept_[0]), 6)}
 
 
-def read(models: tuple[LogisticRegression, LogisticRegression], question: dict[str, Any]) -> tuple[float, float]:
-    x = reading_inputs(question)[None, :]
-    return float(models[0].predict_proba(x)[0, 1]), float(models[1].predict_proba(x)[0, 1])
+def fit_reading(questions: Sequence[dict[str, Any]], c: float) -> Reading:
+    return Reading(questions, c)
+
+
+def read(reading: Reading, question: dict[str, Any]) -> tuple[float, float]:
+    return reading(question)
 
 
 # --- the ranker ----------------------------------------------------------------------------------------------
@@ -91,27 +113,54 @@ def targets(question: dict[str, Any]) -> np.ndarray | None:
     return target
 
 
-def design(question: dict[str, Any], reading: tuple[float, float]) -> np.ndarray:
-    return with_question(question["features"], reading[0], reading[1])
+MIN_HEADING_SECTIONS = 10  # a heading word enters the ranker's vocabulary when this many training sections hold it
+
+
+def heading_name(candidate: dict[str, Any]) -> str:
+    return candidate["heading"].split(" › ")[-1] if candidate["heading"] else ""
+
+
+def heading_vocabulary(questions: Sequence[dict[str, Any]]) -> tuple[str, ...]:
+    sections: dict[str, set[tuple[str, str]]] = {}
+    for q in questions:
+        for c in q["candidates"]:
+            for word in heading_words(heading_name(c)):
+                sections.setdefault(word, set()).add((c["path"], c["heading"]))
+    return tuple(sorted(w for w in sections if len(sections[w]) >= MIN_HEADING_SECTIONS))
 
 
 class Ranker:
-    def __init__(self, mean: np.ndarray, scale: np.ndarray, weights: np.ndarray) -> None:
-        self.mean, self.scale, self.weights = mean, scale, weights
+    def __init__(self, mean: np.ndarray, scale: np.ndarray, weights: np.ndarray, vocabulary: tuple[str, ...]) -> None:
+        self.mean, self.scale, self.weights, self.vocabulary = mean, scale, weights, vocabulary
+
+    def design(self, question: dict[str, Any], reading: tuple[float, float]) -> np.ndarray:
+        return design(question, reading, self.vocabulary)
 
     def scores(self, x: np.ndarray) -> np.ndarray:
         return ((x - self.mean) / self.scale) @ self.weights
 
     def as_json(self) -> dict[str, Any]:
         return {
-            "features": list(FEATURES),
+            "features": list(model_features(self.vocabulary)),
+            "vocabulary": list(self.vocabulary),
             "mean": [round(float(v), 6) for v in self.mean],
             "scale": [round(float(v), 6) for v in self.scale],
             "weights": [round(float(v), 6) for v in self.weights],
         }
 
 
-def fit_ranker(examples: Sequence[tuple[np.ndarray, np.ndarray]], l2: float) -> Ranker:
+def design(question: dict[str, Any], reading: tuple[float, float], vocabulary: tuple[str, ...]) -> np.ndarray:
+    names = [heading_name(c) for c in question["candidates"]]
+    return with_question(question["features"], reading[0], reading[1], names, vocabulary)
+
+
+def fit_ranker(questions: Sequence[dict[str, Any]], reading: Reading, l2: float) -> Ranker:
+    vocabulary = heading_vocabulary(questions)
+    examples = []
+    for q in questions:
+        target = targets(q) if q["answerable"] else None
+        if target is not None:
+            examples.append((design(q, read(reading, q), vocabulary), target))
     stacked = np.concatenate([x for x, _ in examples])
     mean = stacked.mean(axis=0)
     scale = stacked.std(axis=0)
@@ -131,7 +180,7 @@ def fit_ranker(examples: Sequence[tuple[np.ndarray, np.ndarray]], l2: float) -> 
         return total, gradient
 
     result = minimize(loss, np.zeros(stacked.shape[1]), jac=True, method="L-BFGS-B", options={"maxiter": 500})
-    return Ranker(mean, scale, result.x)
+    return Ranker(mean, scale, result.x, vocabulary)
 
 
 # --- measuring -----------------------------------------------------------------------------------------------
@@ -179,21 +228,47 @@ def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
 
 def measure(
     questions: Sequence[dict[str, Any]],
-    reading: tuple[LogisticRegression, LogisticRegression],
+    reading: Reading,
     ranker: Ranker,
 ) -> dict[str, list[dict[str, Any]]]:
     rows: dict[str, list[dict[str, Any]]] = {"fitted": [], "today": [], "ceiling": []}
     for q in questions:
         if not q["answerable"] or not q["candidates"]:
             continue
-        scores = ranker.scores(design(q, read(reading, q)))
+        scores = ranker.scores(ranker.design(q, read(reading, q)))
         rows["fitted"].append({"id": q["id"], **outcome(q, int(np.argmax(scores)))})
         rows["today"].append({"id": q["id"], **outcome(q, today_index(q))})
         rows["ceiling"].append({"id": q["id"], **outcome(q, oracle_index(q))})
     return rows
 
 
-def reading_accuracy(questions: Sequence[dict[str, Any]], reading: tuple[LogisticRegression, LogisticRegression]):
+def overlapping(a: dict[str, Any], b: dict[str, Any]) -> bool:
+    return a["path"] == b["path"] and (is_within(a["heading"], b["heading"]) or is_within(b["heading"], a["heading"]))
+
+
+def prediction(question: dict[str, Any], reading: Reading, ranker: Ranker) -> dict[str, Any]:
+    """What the fitted choice says of one question: its pick, the pick's region's probability, the best rival's."""
+    candidates = question["candidates"]
+    if not candidates:
+        return {"index": None, "p_top": 0.0, "region": 0.0, "alt": 0.0, "raw_cos": 0.0, "lex_body": 0.0}
+    scores = ranker.scores(ranker.design(question, read(reading, question)))
+    p = np.exp(scores - scores.max())
+    p /= p.sum()
+    top = int(np.argmax(p))
+    region = float(sum(p[i] for i, c in enumerate(candidates) if overlapping(c, candidates[top])))
+    alt = float(max((p[i] for i, c in enumerate(candidates) if not overlapping(c, candidates[top])), default=0.0))
+    return {
+        "index": top,
+        "p_top": float(p[top]),
+        "region": region,
+        "alt": alt,
+        "raw_cos": candidates[top]["raw_cos"],
+        "lex_body": candidates[top]["lex_body"],
+        "max_raw_cos": max(c["raw_cos"] for c in candidates),
+    }
+
+
+def reading_accuracy(questions: Sequence[dict[str, Any]], reading: Reading):
     answerable = [q for q in questions if q["answerable"] and q["kind"]]
     fitted = [read(reading, q) for q in answerable]
     procedure_right = sum(
@@ -210,17 +285,6 @@ def reading_accuracy(questions: Sequence[dict[str, Any]], reading: tuple[Logisti
     }
 
 
-def examples_of(
-    questions: Sequence[dict[str, Any]], reading: tuple[LogisticRegression, LogisticRegression]
-) -> list[tuple[np.ndarray, np.ndarray]]:
-    found = []
-    for q in questions:
-        target = targets(q) if q["answerable"] else None
-        if target is not None:
-            found.append((design(q, read(reading, q)), target))
-    return found
-
-
 def leave_one_corpus_out(train: Sequence[dict[str, Any]], l2: float, c: float) -> dict[str, Any]:
     folds: dict[str, Any] = {}
     pooled: dict[str, list[dict[str, Any]]] = {"fitted": [], "today": [], "ceiling": []}
@@ -228,7 +292,7 @@ def leave_one_corpus_out(train: Sequence[dict[str, Any]], l2: float, c: float) -
         fit_on = [q for q in train if q["group"] != group]
         held = [q for q in train if q["group"] == group]
         reading = fit_reading(fit_on, c)
-        ranker = fit_ranker(examples_of(fit_on, reading), l2)
+        ranker = fit_ranker(fit_on, reading, l2)
         rows = measure(held, reading, ranker)
         folds[group] = {name: summary(r) for name, r in rows.items()}
         folds[group]["reading"] = reading_accuracy(held, reading)
@@ -248,7 +312,11 @@ def main() -> int:
     if tuple(dump["features"]) != BASE_FEATURES:
         raise SystemExit("the features file was dumped with other feature names: run scripts/choice_features.py again")
     questions = dump["questions"]
-    train = [q for q in questions if q["set"] == "train"]
+    for q in questions:
+        if q["set"] == "procedures":
+            q["kind"] = "procedure"  # every question of procedures.jsonl asks for one
+    # The training set, and the procedure set's tune split (procedures.jsonl: chosen on, never reported).
+    train = [q for q in questions if q["set"] == "train" or (q["set"] == "procedures" and q["split"] == "tune")]
     report: dict[str, Any] = {"training_questions": len(train)}
 
     # Regularization: the best mean leave-one-corpus-out recall.
@@ -264,41 +332,175 @@ def main() -> int:
     report["leave_one_corpus_out"] = grid[best]
 
     reading = fit_reading(train, best[1])
-    ranker = fit_ranker(examples_of(train, reading), best[0])
-    report["weights"] = dict(zip(FEATURES, [round(float(w), 4) for w in ranker.weights], strict=True))
+    ranker = fit_ranker(train, reading, best[0])
+    report["weights"] = dict(
+        zip(model_features(ranker.vocabulary), [round(float(w), 4) for w in ranker.weights], strict=True)
+    )
     evaluation: dict[str, Any] = {}
     for set_name in sorted({q["set"] for q in questions} - {"train"}):
         chosen = [q for q in questions if q["set"] == set_name]
         if set_name == "procedures":
-            for split in ("tune", "heldout"):
-                part = [q for q in chosen if q["split"] == split]
-                evaluation[f"procedures ({split})"] = {n: summary(r) for n, r in measure(part, reading, ranker).items()}
+            part = [q for q in chosen if q["split"] == "heldout"]
+            evaluation["procedures (heldout)"] = {n: summary(r) for n, r in measure(part, reading, ranker).items()}
             continue
         evaluation[set_name] = {n: summary(r) for n, r in measure(chosen, reading, ranker).items()}
     report["evaluation_sets"] = evaluation
+
+    # Out-of-fold predictions of every training question (its group left out of the fit), then the
+    # calibration of the choice's confidence and the "none answers" model on them.
+    held_out: dict[str, dict[str, Any]] = {}
+    for group in GROUPS:
+        fold_reading = fit_reading([q for q in train if q["group"] != group], best[1])
+        fold_ranker = fit_ranker([q for q in train if q["group"] != group], fold_reading, best[0])
+        for q in train:
+            if q["group"] == group:
+                held_out[key(q)] = prediction(q, fold_reading, fold_ranker)
+    calibration = calibrate_confidence(train, held_out)
+    report["confidence"] = calibration
+    others = [q for q in questions if q not in train]
+    predicted = {**held_out, **{key(q): prediction(q, reading, ranker) for q in others}}
+    answerability = fit_answerability(train, others, predicted)
+    report["answerability"] = answerability["report"]
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(report, indent=1))
     print(json.dumps({k: v for k, v in report.items() if k != "weights"}, indent=1))
     if args.write:
-        write_models(reading, ranker, best, len(train))
+        write_models(reading, ranker, best, len(train), calibration, answerability["models"])
     return 0
 
 
-def _logistic_json(model: LogisticRegression) -> dict[str, Any]:
-    return {"coef": [round(float(v), 6) for v in model.coef_[0]], "intercept": float(model.intercept_[0])}
+def key(question: dict[str, Any]) -> str:
+    return question["set"] + ":" + question["id"]
 
 
-def write_models(reading: tuple[LogisticRegression, LogisticRegression], ranker: Ranker, best: Any, n: int) -> None:
+CERTAIN_PRECISION = 0.9  # "certain" is badged only where the choice was right this often, out of fold
+CLOSE_RATIOS = (0.3, 0.4, 0.5, 0.6, 0.7, 0.8)
+
+
+def calibrate_confidence(train: Sequence[dict[str, Any]], held_out: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """CLOSE_RATIO: the rival/choice probability ratio from which the choice is right least often compared with
+    below it; CERTAIN_PROBABILITY: the lowest region probability above which, with no close rival, the choice
+    was right at least CERTAIN_PRECISION of the time (out of fold)."""
+    rows = []
+    for q in train:
+        pred = held_out.get(key(q))
+        if not q["answerable"] or pred is None or pred["index"] is None:
+            continue
+        c = q["candidates"][pred["index"]]
+        rows.append((pred["alt"] / max(pred["p_top"], 1e-9), pred["region"], c["recall"] >= COMPLETE))
+    table = []
+    for ratio in CLOSE_RATIOS:
+        close = [right for r, _, right in rows if r >= ratio]
+        clear = [right for r, _, right in rows if r < ratio]
+        if close and clear:
+            table.append(
+                {
+                    "ratio": ratio,
+                    "close": len(close),
+                    "right_when_close": round(sum(close) / len(close), 3),
+                    "right_when_clear": round(sum(clear) / len(clear), 3),
+                }
+            )
+    best = max(table, key=lambda t: t["right_when_clear"] - t["right_when_close"])
+    ratio = best["ratio"]
+    certain = 1.0
+    thresholds = []
+    for threshold in np.arange(0.2, 1.0, 0.05):
+        chosen = [right for r, region, right in rows if r < ratio and region >= threshold]
+        if chosen:
+            precision = sum(chosen) / len(chosen)
+            thresholds.append(
+                {"region_at_least": round(float(threshold), 2), "answers": len(chosen), "right": round(precision, 3)}
+            )
+            if precision >= CERTAIN_PRECISION and certain == 1.0:
+                certain = round(float(threshold), 2)
+    return {
+        "close_ratio": ratio,
+        "certain_probability": certain,
+        "close_table": table,
+        "certain_table": thresholds,
+        "questions": len(rows),
+    }
+
+
+ANSWERABILITY_FEATURES = ("evidence_logit", "log_region", "log_p_top", "raw_cos", "max_raw_cos", "lex_body")
+SCALE_FREE = ("evidence_logit", "log_region", "log_p_top", "lex_body")  # no cosine level: for any embedder
+
+
+def answerability_inputs(question: dict[str, Any], pred: dict[str, Any], names: Sequence[str]) -> np.ndarray:
+    p = min(max(question["evidence_probability"], 1e-4), 1 - 1e-4)
+    values = {
+        "evidence_logit": float(np.log(p / (1 - p))),
+        "log_region": float(np.log(max(pred["region"], 1e-4))),
+        "log_p_top": float(np.log(max(pred["p_top"], 1e-4))),
+        "raw_cos": pred["raw_cos"],
+        "max_raw_cos": pred.get("max_raw_cos", 0.0),
+        "lex_body": pred["lex_body"],
+    }
+    return np.asarray([values[name] for name in names])
+
+
+def fit_answerability(
+    train: Sequence[dict[str, Any]], others: Sequence[dict[str, Any]], predicted: dict[str, dict[str, Any]]
+) -> dict[str, Any]:
+    """P(the documents answer) from the evidence decision's probability and the choice's own confidence; fitted
+    on the training set and the runbook tune set (balanced classes: a refused answerable question costs as much as
+    an answered unanswerable one), reported out of fold and on the other sets beside the evidence decision alone."""
+
+    fit_on = [*train, *(q for q in others if q["set"] == "tune")]
+    groups = [q["group"] if q in train else "runbooks-tune" for q in fit_on]
+    report: dict[str, Any] = {}
+    models: dict[str, Any] = {}
+    for variant, names in (("embedder", ANSWERABILITY_FEATURES), ("scale_free", SCALE_FREE)):
+        x = np.stack([answerability_inputs(q, predicted[key(q)], names) for q in fit_on])
+        y = np.asarray([q["answerable"] for q in fit_on])
+        out_of_fold = np.zeros(len(fit_on))
+        for group in sorted(set(groups)):
+            mask = np.asarray([g == group for g in groups])
+            model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000).fit(x[~mask], y[~mask])
+            out_of_fold[mask] = model.predict_proba(x[mask])[:, 1]
+        model = LogisticRegression(C=1.0, class_weight="balanced", max_iter=2000).fit(x, y)
+        models[variant] = {
+            "features": list(names),
+            "coef": [round(float(v), 6) for v in model.coef_[0]],
+            "intercept": round(float(model.intercept_[0]), 6),
+            "threshold": 0.5,
+        }
+        rows = {"out of fold (train + runbook tune)": [(q, out_of_fold[i]) for i, q in enumerate(fit_on)]}
+        for set_name in sorted({q["set"] for q in others} - {"tune", "procedures"}):
+            chosen = [q for q in others if q["set"] == set_name]
+            probabilities = model.predict_proba(
+                np.stack([answerability_inputs(q, predicted[key(q)], names) for q in chosen])
+            )[:, 1]
+            rows[set_name] = list(zip(chosen, probabilities, strict=True))
+        report[variant] = {name: _refusals(r) for name, r in rows.items()}
+    return {"report": report, "models": models}
+
+
+def _refusals(rows: Sequence[tuple[dict[str, Any], float]]) -> dict[str, Any]:
+    answerable = [(q, p) for q, p in rows if q["answerable"]]
+    unanswerable = [(q, p) for q, p in rows if not q["answerable"]]
+
+    def share(items: Sequence[bool]) -> str:
+        return f"{sum(items)}/{len(items)}"
+
+    return {
+        "answerable_refused": share([p < 0.5 for _, p in answerable]),
+        "unanswerable_declined": share([p < 0.5 for _, p in unanswerable]),
+        "evidence_alone_answerable_refused": share([not q["evidence_sufficient"] for q, _ in answerable]),
+        "evidence_alone_unanswerable_declined": share([not q["evidence_sufficient"] for q, _ in unanswerable]),
+    }
+
+
+def write_models(
+    reading: Reading, ranker: Ranker, best: Any, n: int, calibration: dict[str, Any], answerability: dict[str, Any]
+) -> None:
     FITTED.mkdir(parents=True, exist_ok=True)
-    procedure, whole = reading
     question_model = {
-        "embedder": EMBEDDER,
-        "inputs": "question embedding, then the grammar's reading one-hot: " + ", ".join(KINDS),
-        "procedure": {
-            "coef": [round(float(v), 6) for v in procedure.coef_[0]],
-            "intercept": float(procedure.intercept_[0]),
-        },
-        "whole": {"coef": [round(float(v), 6) for v in whole.coef_[0]], "intercept": float(whole.intercept_[0])},
+        "inputs": "the grammar's reading one-hot (" + ", ".join(GRAMMAR_KINDS) + "), then the vocabulary's n-grams",
+        "vocabulary": list(reading.vocabulary),
+        "procedure": reading.model_json(reading.procedure),
+        "whole": reading.model_json(reading.whole),
         "fitted_by": "scripts/fit_choice.py",
         "training_set": "scripts/qa/choice_train.jsonl",
         "training_questions": n,
@@ -312,9 +514,18 @@ def write_models(reading: tuple[LogisticRegression, LogisticRegression], ranker:
         "training_set": "scripts/qa/choice_train.jsonl",
         "training_questions": n,
         "l2": best[0],
+        "close_ratio": calibration["close_ratio"],
+        "certain_probability": calibration["certain_probability"],
     }
     (FITTED / "section_ranker.json").write_text(json.dumps(ranker_model, indent=1) + "\n")
-    print(f"wrote {FITTED}/question_reading.json and section_ranker.json", file=sys.stderr)
+    answerable_model = {
+        "embedder": EMBEDDER,
+        **answerability,
+        "fitted_by": "scripts/fit_choice.py",
+        "training_set": "scripts/qa/choice_train.jsonl and scripts/qa/runbooks_tune.jsonl",
+    }
+    (FITTED / "answerability.json").write_text(json.dumps(answerable_model, indent=1) + "\n")
+    print(f"wrote {FITTED}/question_reading.json, section_ranker.json, answerability.json", file=sys.stderr)
 
 
 if __name__ == "__main__":

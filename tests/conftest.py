@@ -41,6 +41,31 @@ LONGEST_FIRST = (
 )
 
 
+# `make test-fast` (`-m "not slow"`) leaves out the tests marked slow: these modules whole, and single tests
+# marked where they are. They drive a browser, build a bundle and install it offline, start servers and
+# subprocesses or kill them, generate with an LLM, run OCR, export the embedder to ONNX or fuzz the API;
+# what is left is the quick loop for someone changing one module (its time on this machine is in the README).
+SLOW_MODULES = (
+    *SHARED_BUNDLE_MODULES,
+    *(module for module in LONGEST_FIRST if module.endswith(".py")),
+    "test_admin_page.py",
+    "test_serve_workers.py",
+    "test_chroma_server.py",
+    "test_index_writes.py",
+    "test_vector_sync.py",
+    "test_writer_lock.py",
+    "test_watch.py",
+    "test_metrics.py",
+    "test_security_matrix.py",
+    "test_answerer.py",
+    "test_ocr.py",
+    "test_scanned_tables.py",
+    "test_docs_commands.py",
+    "test_embedder_backends.py",
+    "test_api_fuzz.py",
+)
+
+
 def unit_of_work(nodeid: str) -> str:
     """The module of a test (tests/ is flat: its file name), or the group of modules that share one session
     fixture."""
@@ -51,6 +76,9 @@ def unit_of_work(nodeid: str) -> str:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     rank = {unit: position for position, unit in enumerate(LONGEST_FIRST)}
     items.sort(key=lambda item: rank.get(unit_of_work(item.nodeid), len(rank)))  # stable otherwise
+    for item in items:
+        if Path(item.nodeid.split("::", 1)[0]).name in SLOW_MODULES:
+            item.add_marker(pytest.mark.slow)
 
 
 if importlib.util.find_spec("xdist") is not None:

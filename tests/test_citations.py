@@ -13,9 +13,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from appliance.answer.evidence_sentences import best_sentences
 from appliance.answer.generated.attribution import attribute_citations
 from appliance.answer.generated.citations import CitedSentence, parse_citations
-from appliance.answer.evidence_sentences import best_sentences
 from appliance.answer.generated.support import LEXICAL_THRESHOLD, SEMANTIC_THRESHOLD, SupportJudge, check_support
 from appliance.text.sentences import split_sentences
 

@@ -322,10 +322,16 @@ def test_a_pdf_view_is_its_pages_opened_at_the_cited_one(site: dict[str, Any]) -
     assert "Permissives" in _text(holding[0])
 
 
-def test_a_docx_view_is_its_text_with_headings(site: dict[str, Any]) -> None:
+def test_a_docx_view_is_its_text_with_headings_and_tables(site: dict[str, Any]) -> None:
     data = _view(site, DOCX, {}).json()
     tags = [node["t"] for node in _nodes(data["body"])]
     assert "h1" in tags and tags.count("h2") >= 3 and "p" in tags
+    tables = [node for node in _nodes(data["body"]) if node["t"] == "table"]
+    assert len(tables) == 4  # the SOP's tables, as tables: their header row in thead, as th
+    heads = [[_text(th) for th in row["c"]] for table in tables for row in table["c"][0]["c"]]
+    assert all(table["c"][0]["t"] == "thead" for table in tables)
+    assert ["Item", "Description", "Where kept"] in heads
+    assert "|" not in "".join(_text(table) for table in tables)  # no pipe-table text left
 
 
 def test_an_html_view_keeps_the_words_and_nothing_that_could_run_or_reach_out(site: dict[str, Any]) -> None:
@@ -364,6 +370,16 @@ def test_search_prints_the_file_and_page_to_open_on_the_host(
     result = CliRunner().invoke(cli, ["search", "backwash permissives PLC-300", "--k", "3", "--type", "pdf"])
     assert result.exit_code == 0, result.output
     assert f"open: {site['plant'] / PDF} (page " in result.output
+
+
+def test_a_file_below_the_working_directory_is_named_from_there(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from appliance.documents.original import open_hint
+
+    monkeypatch.chdir(tmp_path)
+    assert open_hint(str(tmp_path.resolve() / "docs" / "SOP-1.pdf"), 3) == "open: docs/SOP-1.pdf (page 3)"
+    assert open_hint("/srv/sops/SOP-2.md", None) == "open: /srv/sops/SOP-2.md"
 
 
 def test_html_nested_past_the_parsers_limit_is_still_shown_and_its_scripts_are_not() -> None:

@@ -105,6 +105,22 @@ def test_every_unit_of_the_package_and_the_scripts_has_a_layer() -> None:
     )
 
 
+def test_every_layer_names_a_unit_that_exists() -> None:
+    units = {unit_of(module_name(path)) for folder in CHECKED for path in (REPO / folder).rglob("*.py")}
+    assert set(documented_layers()) <= units, f"no such unit: {set(documented_layers()) - units}"
+
+
+def test_the_package_layout_table_names_every_unit() -> None:
+    """docs/architecture.md's table (`appliance/index/`, `appliance/errors.py`, `appliance/__init__.py`,
+    `scripts/lib/`) against the layers: a unit added, removed or renamed changes both."""
+    text = (REPO / "docs" / "architecture.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| `((?:appliance|scripts)/[\w/.]*)` \|", text, re.MULTILINE)
+    tabled = {
+        unit_of(module_name(REPO / row.rstrip("/") / ("__init__.py" if row.endswith("/") else ""))) for row in rows
+    }
+    assert tabled == set(documented_layers())
+
+
 def test_no_import_reaches_up_or_sideways() -> None:
     wrong = violations()
     assert not wrong, "\n".join(wrong)

@@ -4,8 +4,8 @@ and its identifiers and numbers vouch for no answer (a misread digit must not co
 from __future__ import annotations
 
 from appliance.answer.generated.citations import CitedSentence
-from appliance.answer.ocr_trust import OCR_NOTE, lowest_confidence, ocr_note, untrusted_sources
 from appliance.answer.generated.support import check_support
+from appliance.answer.ocr_trust import OCR_NOTE, lowest_confidence, ocr_note, untrusted_sources
 from appliance.index.records import ChunkRecord
 
 SOURCES = {1: "Before the restart, close valve VLV-3042-B and hold the level below 85 % for 10 minutes."}

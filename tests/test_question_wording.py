@@ -83,7 +83,7 @@ def vocabulary(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CorpusVocab
             embeddings=np.zeros((1, 4)),
             embedding_model="none",
         )
-    yield CorpusVocabulary(catalog.conn)
+    yield CorpusVocabulary(catalog.fulltext)
     catalog.close()
 
 

@@ -15,8 +15,10 @@ from click.testing import CliRunner
 
 from appliance.answer.answerer import Answerer
 from appliance.answer.generated.prompt import REFUSAL
+from appliance.answer.question import read_question
 from appliance.answer.quoted.answer import quote_answer
-from appliance.answer.quoted.choice import Choice, Scored
+from appliance.answer.quoted.candidates import Candidate
+from appliance.answer.quoted.choice import Choice, Ranked
 from appliance.answer.quoted.sections import document_sections
 from appliance.cli.main import cli
 from appliance.config import Settings
@@ -179,15 +181,17 @@ def test_a_procedure_longer_than_the_limit_shows_the_matched_parts_and_says_what
     chunks = catalog.chunks_of_documents(["plant/SOP-CL-004.md"])["plant/SOP-CL-004.md"]
     procedure = document_sections(chunks)["SOP-CL-004 Chlorine Container Change › 6. Procedure"]
     matched = [c for c in procedure.chunks if "VLV-4501-A." in c.text]
-    choice = Choice(Scored(procedure, 0.5, 1.0, 1.0, 0.0, 0.0, 1.0, 1.0, (matched[0].chunk_id,)))
+    candidate = Candidate(procedure, ((matched[0], 1.0, 1),), 1, 1.0, 0.0, 0.0)
+    choice = Choice(Ranked(candidate, 1.0), [Ranked(candidate, 1.0)])
+    text = "How do I isolate the empty bank?"
+    question = read_question(text, text, text, answerer.searcher.embedder.embed_query(text))
+    assert question.kind == "procedure"
     result = quote_answer(
-        "How do I isolate the empty bank?",
-        "procedure",
+        question,
         choice,
         [(matched[0], 1.0)],
         chunks_of=catalog.chunks_of_documents,
         embed_texts=answerer.searcher.embedder.embed,
-        question_vector=answerer.searcher.embedder.embed_query("How do I isolate the empty bank?"),
         max_words=40,
         excerpt_words=70,
     )

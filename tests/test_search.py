@@ -12,6 +12,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
 from appliance.config import Settings
+from appliance.index.fulltext import FullText
 from appliance.index.index import Index
 from appliance.index.migrations import apply_migrations
 from appliance.ingest.pipeline import ingest
@@ -86,7 +87,7 @@ def test_a_stray_vector_without_a_catalog_chunk_is_never_shown(indexed: Settings
 
 
 @pytest.fixture(scope="module")
-def fts_conn() -> sqlite3.Connection:
+def fulltext() -> FullText:
     conn = sqlite3.connect(":memory:", check_same_thread=False, isolation_level=None)
     apply_migrations(conn)
     conn.execute("INSERT INTO sources VALUES ('x', 0)")
@@ -98,20 +99,20 @@ def fts_conn() -> sqlite3.Connection:
         "INSERT INTO chunks VALUES ('c1', 1, 0, 'A', ?, 'A', NULL, 0, 1, ?, 'sha', x'00', 'm', NULL)",
         (text, " ".join(extract_identifiers(text))),
     )
-    return conn
+    return FullText(conn)
 
 
 @hypothesis_settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(st.text(max_size=200))
-def test_no_query_string_raises_an_fts5_error(fts_conn: sqlite3.Connection, query: str) -> None:
-    lexical_search(fts_conn, query, 10)
+def test_no_query_string_raises_an_fts5_error(fulltext: FullText, query: str) -> None:
+    lexical_search(fulltext, query, 10)
 
 
 @pytest.mark.parametrize(
     "query", ['"', "AND", "NEAR(", "col:umn", "*", "^a", '"unbalanced', "a OR", "-x", "\x00", "中文", "{x}"]
 )
-def test_fts5_operators_in_a_query_are_plain_text(fts_conn: sqlite3.Connection, query: str) -> None:
-    lexical_search(fts_conn, query, 10)
+def test_fts5_operators_in_a_query_are_plain_text(fulltext: FullText, query: str) -> None:
+    lexical_search(fulltext, query, 10)
 
 
 def test_rrf_sums_reciprocal_ranks_over_lists() -> None:

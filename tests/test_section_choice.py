@@ -1,23 +1,23 @@
-"""Which section a quoted answer shows: graded signals, the whole procedure, and the same choice for the
-same question however an operator types it."""
+"""Which section answers (answer/quoted/choice.py): the fitted ranker over every section of the documents the
+hits land in, and of the documents they point to. No heading word list picks or vetoes anything; what these
+tests pin is the behaviour an operator sees, however the question is typed.
+"""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from appliance.answer.answerer import Answerer
-from appliance.answer.quoted.choice import structure_of
-from appliance.answer.quoted.sections import document_sections
+from appliance.answer.question import default_reading, load_reading, read_question
+from appliance.answer.quoted.features import FEATURES, heading_words, model_features
+from appliance.answer.quoted.ranker import DEFAULT_MODEL, default_ranker, load_ranker
 from appliance.config import Settings
+from appliance.errors import ApplianceError
 from appliance.ingest.pipeline import ingest
-from appliance.text.procedures import (
-    front_matter_share,
-    intent_affinity,
-    is_generic_procedure,
-    is_numbered_step_heading,
-)
 
 RUNBOOK = """# KubeJobFailed
 
@@ -69,6 +69,66 @@ An account locks after five wrong passwords.
 3. Call the OT/SCADA Administrator (ext. 2460).
 """
 
+CHANGE = """# SOP-CL-004 Chlorine Ton Container Change
+
+## 1. Purpose
+
+To change an empty one-ton chlorine container on a bank without a release of chlorine.
+
+## 6. Procedure
+
+### 6.1 Prepare
+
+1. Tell the control room (ext. 2100) that a container change on bank A is starting.
+2. Put on the escape respirator and check the leak detector AIT-452 reads below 0.5 ppm.
+
+### 6.2 Isolate the empty bank
+
+1. Close the bank header isolation valve VLV-4501-A.
+2. Close the container valve clockwise until it seats.
+3. Wait until the regulator gauge VR-451 reads zero, normally within 5 minutes.
+
+### 6.3 Exchange the containers
+
+1. Disconnect the yoke from the empty container and fit the valve protection hood.
+2. Roll the full container into place with the hoist and connect the yoke with a new lead gasket RW-GSK-0410.
+
+### 6.4 Start up
+
+1. Open the container valve a quarter turn and test every joint with ammonia vapour.
+2. Open VLV-4501-A and confirm the feed rate on the HMI.
+"""
+
+ALARMS = """# SOP-SCADA-001 SCADA Alarm Response Guide
+
+## Chlorine alarms
+
+| Alarm | Meaning | Response |
+| --- | --- | --- |
+| ALM-CL2-LEAK-01 | Chlorine gas 1.0 ppm in the chlorine room | See SOP-CL-001 section 6.2 |
+| ALM-CL2-LEAK-02 | Chlorine gas 3.0 ppm in the chlorine room | See SOP-CL-001 section 6.3 |
+"""
+
+LEAK = """# SOP-CL-001 Chlorine Gas Leak Response
+
+## 1. Purpose
+
+What operators do when the chlorine gas detectors alarm.
+
+## 6. Procedure
+
+### 6.2 First-stage leak alarm
+
+1. Look at the chlorine room camera before anyone goes near the room.
+2. Two operators with escape respirators check the containers from the door.
+
+### 6.3 Second-stage leak alarm
+
+1. Evacuate the chlorine building and the filter gallery at once.
+2. Call the fire department on 911 and the Shift Supervisor on ext. 2101.
+3. Nobody enters the chlorine room without the SCBA team.
+"""
+
 
 @pytest.fixture(scope="module")
 def answerer(tmp_path_factory: pytest.TempPathFactory, models_dir: Path) -> Answerer:
@@ -76,13 +136,19 @@ def answerer(tmp_path_factory: pytest.TempPathFactory, models_dir: Path) -> Answ
     settings = Settings(home=home, models_dir=models_dir)
     root = tmp_path_factory.mktemp("docs") / "ops"
     root.mkdir()
-    (root / "KubeJobFailed.md").write_text(RUNBOOK)
-    (root / "SOP-SCADA-002.md").write_text(HMI)
+    for name, text in (
+        ("KubeJobFailed.md", RUNBOOK),
+        ("SOP-SCADA-002.md", HMI),
+        ("SOP-CL-004.md", CHANGE),
+        ("SOP-SCADA-001.md", ALARMS),
+        ("SOP-CL-001.md", LEAK),
+    ):
+        (root / name).write_text(text)
     ingest(settings, [root])
     return Answerer(settings)
 
 
-def shown_section(answerer: Answerer, question: str) -> str:
+def shown(answerer: Answerer, question: str) -> str:
     result = answerer.ask(question)
     assert not result.refused, result.refusal_reason
     return result.sections[0].section.split(" › ")[-1]
@@ -99,88 +165,142 @@ def shown_section(answerer: Answerer, question: str) -> str:
     ],
 )
 def test_one_of_several_procedures_is_chosen_however_the_question_is_typed(answerer: Answerer, question: str) -> None:
-    assert shown_section(answerer, question) == "4.3 Locked account"
+    assert shown(answerer, question) == "4.3 Locked account"
 
 
 @pytest.mark.parametrize(
-    ("question", "section"),
+    ("question", "asked", "other"),
     [
-        ("KubeJobFailed is firing, how do I fix it?", "Mitigation"),
-        ("kubejobfailed firing - how do i resolve it", "Mitigation"),
-        ("a job keeps failing in the cluster, how do I find out why?", "Diagnosis"),
-        ("KubeJobFailed: how do I figure out what went wrong?", "Diagnosis"),
+        ("KubeJobFailed is firing, how do I fix it?", "delete job $JOB", "Diagnosis"),
+        ("kubejobfailed firing - how do i resolve it", "delete job $JOB", "Diagnosis"),
+        ("a job keeps failing in the cluster, how do I find out why?", "get jobs --field-selector", "Mitigation"),
+        ("KubeJobFailed: how do I figure out what went wrong?", "get jobs --field-selector", "Mitigation"),
     ],
 )
-def test_a_runbook_question_gets_the_section_its_intent_asks_for(
-    answerer: Answerer, question: str, section: str
+def test_a_runbook_question_gets_the_part_its_intent_asks_for_never_only_the_other(
+    answerer: Answerer, question: str, asked: str, other: str
 ) -> None:
-    assert shown_section(answerer, question) == section
+    """Fix → the Mitigation's steps, find out why → the Diagnosis's: that part, or the whole runbook holding it,
+    never the sibling alone (the Diagnosis for a fix is the miss operators reported)."""
+    result = answerer.ask(question)
+    assert not result.refused
+    assert asked in "\n".join(step.text for step in result.steps)
+    assert shown(answerer, question) != other
 
 
-def test_front_matter_is_never_shown_as_the_procedure(answerer: Answerer) -> None:
-    result = answerer.ask("what do we do when all the SCADA screens go dead?")
+@pytest.mark.parametrize(
+    "question",
+    ["what do we do when all the SCADA screens go dead?", "all hmi screens dead, cant see anything - what now"],
+)
+def test_the_steps_are_shown_not_the_purpose(answerer: Answerer, question: str) -> None:
+    result = answerer.ask(question)
     assert not result.refused
     assert all("Purpose" not in step.section for step in result.steps)
     assert result.sections[0].section.endswith("4.7 Total loss of SCADA")
 
 
-def test_the_structure_of_a_section_is_the_share_of_what_an_operator_acts_on(answerer: Answerer) -> None:
-    catalog = answerer.searcher.catalog
-    chunks = catalog.chunks_of_documents(["ops/SOP-SCADA-002.md"])["ops/SOP-SCADA-002.md"]
-    sections = document_sections(chunks)
-    purpose = sections["SOP-SCADA-002 HMI Login and Recovery › 1. Purpose"]
-    locked = sections["SOP-SCADA-002 HMI Login and Recovery › 4. Procedures › 4.3 Locked account"]
-    assert structure_of(purpose) == 0.0
-    assert structure_of(locked) == pytest.approx(3 / 4)  # three steps and the sentence before them
+@pytest.mark.parametrize(
+    "question",
+    [
+        "walk me through the whole chlorine container change, from the start",
+        "How do I change an empty chlorine ton container?",
+        "new guy here - what's the full process for swapping a chlorine cylinder on bank A?",
+    ],
+)
+def test_the_whole_job_gets_the_procedure_with_all_its_parts(answerer: Answerer, question: str) -> None:
+    result = answerer.ask(question)
+    assert shown(answerer, question) == "6. Procedure"
+    texts = [step.text for step in result.steps]
+    assert "1. Tell the control room (ext. 2100) that a container change on bank A is starting." in texts
+    assert "2. Open VLV-4501-A and confirm the feed rate on the HMI." in texts
 
 
 @pytest.mark.parametrize(
-    ("heading", "share"),
+    "question",
     [
-        ("1. Purpose", 1.0),
-        ("References", 1.0),
-        ("Meaning", 1.0),
-        ("6.2 Isolate the empty bank", 0.0),
-        ("Mitigation", 0.0),
+        "the regulator gauge VR-451 won't go to zero after I closed the container valve, what now?",
+        "how long do I wait for VR-451 to read zero when isolating the empty bank",
     ],
 )
-def test_front_matter_headings(heading: str, share: float) -> None:
-    assert front_matter_share(heading) == share
-
-
-@pytest.mark.parametrize(
-    ("heading", "generic"),
-    [
-        ("6. Procedure", True),
-        ("Mitigation", True),
-        ("Operator response", True),
-        ("4.3 Locked account", False),
-        ("Response to ALM-CL2-LEAK-01", False),
-    ],
-)
-def test_generic_procedure_headings_name_no_subject_of_their_own(heading: str, generic: bool) -> None:
-    assert is_generic_procedure(heading) is generic
-
-
-def test_a_question_leans_toward_the_runbook_section_of_its_intent() -> None:
-    assert intent_affinity("how do I fix it", "Mitigation") == 1.0
-    assert intent_affinity("how do i resolve this?", "Resolution") == 1.0
-    assert intent_affinity("how do I find out why it fails", "Diagnosis") == 1.0
-    assert intent_affinity("how do I fix it", "Diagnosis") == 0.0
-    assert intent_affinity("what is it", "Mitigation") == 0.0
-
-
-def test_steps_numbered_as_headings_are_told_from_numbered_sections() -> None:
-    assert is_numbered_step_heading("1. Check the triage dashboard")
-    assert is_numbered_step_heading("Step 2 Drill down")
-    assert not is_numbered_step_heading("6.1 Prepare")
-    assert not is_numbered_step_heading("Mitigation")
-
-
-@pytest.mark.parametrize("question", ["KubeJobFailed is firing", "kubejobfailed firing in prod, what now?"])
-def test_an_alert_without_an_intent_gets_the_runbooks_whole_response(answerer: Answerer, question: str) -> None:
+def test_a_question_about_one_step_gets_that_part(answerer: Answerer, question: str) -> None:
     result = answerer.ask(question)
     assert not result.refused
-    assert [s.section.split(" › ")[-1] for s in result.sections] == ["Diagnosis", "Mitigation"]
-    assert [step.n for step in result.steps if step.kind == "heading"] == [1, 2]
-    assert not any(a.section.endswith(("Diagnosis", "Mitigation")) for a in result.alternatives)
+    shown_text = "\n".join(step.text for step in result.steps)
+    assert "VR-451" in shown_text
+    assert "Roll the full container into place" not in shown_text  # not the whole procedure
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "ALM-CL2-LEAK-02 just came in, what do I do?",
+        "alm-cl2-leak-02 alarm on the scada, what are the steps",
+    ],
+)
+def test_an_alarm_guide_points_to_the_sop_that_holds_the_steps(answerer: Answerer, question: str) -> None:
+    result = answerer.ask(question)
+    assert not result.refused
+    assert result.sections[0].path.endswith("SOP-CL-001.md")
+    assert result.sections[0].section.endswith("6.3 Second-stage leak alarm")
+
+
+def test_every_answer_says_how_sure_the_choice_is(answerer: Answerer) -> None:
+    result = answerer.ask("How do I get my HMI account back after too many wrong passwords?")
+    assert result.confidence in ("certain", "close", "uncertain")
+    assert result.choice_probability is not None and 0 < result.choice_probability <= 1
+    if result.confidence == "close":
+        assert result.alternatives, "a close call names the rival"
+    assert all(0 <= a.score <= 1 for a in result.alternatives)
+
+
+def test_the_shipped_models_match_the_features_this_version_computes() -> None:
+    ranker = default_ranker()
+    assert ranker.weights.shape == (len(model_features(ranker.vocabulary)),)
+    assert 0 < ranker.close_ratio <= 1 and 0 < ranker.certain_probability <= 1
+    assert default_reading().vocabulary
+
+
+def test_a_ranker_fitted_on_other_features_is_refused(tmp_path: Path) -> None:
+    data = json.loads(DEFAULT_MODEL.read_text())
+    data["features"] = data["features"][:-1]
+    bad = tmp_path / "ranker.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(ApplianceError, match="other features"):
+        load_ranker(bad)
+    with pytest.raises(ApplianceError, match="cannot be read"):
+        load_ranker(tmp_path / "missing.json")
+
+
+def test_a_question_reading_of_the_wrong_size_is_refused(tmp_path: Path) -> None:
+    from appliance.answer.question import FITTED
+
+    data = json.loads(FITTED.read_text())
+    data["procedure"]["coef"] = data["procedure"]["coef"][:-1]
+    bad = tmp_path / "reading.json"
+    bad.write_text(json.dumps(data))
+    with pytest.raises(ApplianceError, match="coefficients of another size"):
+        load_reading(bad)
+
+
+@pytest.mark.parametrize(
+    ("question", "procedure"),
+    [
+        ("How do I change a chlorine ton container?", True),
+        ("how do i chnage a chlorine ton container", True),
+        ("HOW DO I CHANGE A CHLORINE TON CONTAINER?", True),
+        ("night shift, bank A is empty. how do I change the chlorine container?", True),
+        ("walk me through swapping the chlorine cylinder", True),
+        ("What is the free chlorine residual target leaving the plant?", False),
+        ("Who do I call if the chlorine leak is bigger than we can handle?", False),
+        ("Why do we keep the liquid valve closed on the ton containers?", False),
+    ],
+)
+def test_the_question_is_read_the_same_however_it_is_typed(question: str, procedure: bool) -> None:
+    read = read_question(question, question, question, np.zeros(384, dtype=np.float32))
+    assert (read.kind == "procedure") is procedure, (read.kind, read.procedure, read.whole)
+
+
+def test_heading_words_are_matched_without_numbers_or_case() -> None:
+    assert heading_words("6.2 Isolate the Empty Bank") == heading_words("isolate empty banks")
+    assert "6" not in heading_words("6. Procedure")
+    assert FEATURES[0].startswith("fact_x_")

@@ -192,6 +192,27 @@ def serving(app: Any, name: str) -> Iterator[str]:
         thread.join(timeout=15)
 
 
+@contextlib.contextmanager
+def watched_page(url: str) -> Iterator[tuple[Any, list[str], list[str]]]:
+    """A desktop-sized page of a fresh headless Chromium opened at `url`: (page, the URL of every request
+    it made, its console errors and uncaught exceptions)."""
+    requests: list[str] = []
+    errors: list[str] = []
+    with sync_api.sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
+        try:
+            context = browser.new_context(viewport={"width": 1280, "height": 900})
+            context.on("request", lambda request: requests.append(request.url))
+            page = context.new_page()
+            page.set_default_timeout(20_000)
+            page.on("console", lambda msg: errors.append(msg.text) if msg.type == "error" else None)
+            page.on("pageerror", lambda exc: errors.append(f"uncaught: {exc}"))
+            page.goto(url)
+            yield page, requests, errors
+        finally:
+            browser.close()
+
+
 @pytest.fixture
 def server(indexed: Settings, token: str, generator: GatedGenerator) -> Iterator[str]:
     answerer = Answerer(indexed, generator=generator)  # type: ignore[arg-type]
@@ -205,160 +226,147 @@ def server(indexed: Settings, token: str, generator: GatedGenerator) -> Iterator
 @pytest.mark.slow
 def test_operator_page_in_a_real_browser(server: str, token: str, generator: GatedGenerator) -> None:
     ARTIFACTS.mkdir(exist_ok=True)
-    requests: list[str] = []
-    console_errors: list[str] = []
 
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            page = context.new_page()
-            page.set_default_timeout(15_000)
-            page.on("request", lambda request: requests.append(request.url))
-            page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
-            page.on("pageerror", lambda exc: console_errors.append(f"uncaught: {exc}"))
-            expect = sync_api.expect
+    with watched_page(server + "/") as (page, requests, console_errors):
+        page.set_default_timeout(15_000)
+        expect = sync_api.expect
+        expect(page).to_have_title("SOP assistant")
+        main = page.locator("main")
+        expect(main).to_have_attribute("data-state", "idle")
+        # When the index this server answers from was last updated (GET /readyz, open).
+        expect(page.locator("#index-updated")).to_contain_text("Index updated")
 
-            page.goto(server + "/")
-            expect(page).to_have_title("SOP assistant")
-            main = page.locator("main")
-            expect(main).to_have_attribute("data-state", "idle")
-            # When the index this server answers from was last updated (GET /readyz, open).
-            expect(page.locator("#index-updated")).to_contain_text("Index updated")
+        # --- no token yet: the 401 problem asks for it ------------------------------------------
+        question = page.get_by_label("Question", exact=True)
+        question.fill(QUESTION)
+        question.press("Enter")
+        expect(main).to_have_attribute("data-state", "error")
+        expect(page.locator("#error")).to_contain_text("access token")
+        expect(page.locator("#token-box")).to_have_attribute("open", "")
+        expect(page.get_by_label("Access token", exact=True)).to_be_focused()
+        page.screenshot(path=str(ARTIFACTS / "web-page-401.png"))
 
-            # --- no token yet: the 401 problem asks for it ------------------------------------------
-            question = page.get_by_label("Question", exact=True)
-            question.fill(QUESTION)
-            question.press("Enter")
-            expect(main).to_have_attribute("data-state", "error")
-            expect(page.locator("#error")).to_contain_text("access token")
-            expect(page.locator("#token-box")).to_have_attribute("open", "")
-            expect(page.get_by_label("Access token", exact=True)).to_be_focused()
-            page.screenshot(path=str(ARTIFACTS / "web-page-401.png"))
+        page.get_by_label("Access token", exact=True).fill(token)
+        page.get_by_role("button", name="Save").click()
+        expect(page.locator("#token-state")).to_have_text("set")
+        assert page.evaluate("sessionStorage.getItem('appliance.token')") == token
+        assert page.evaluate("localStorage.length") == 0, "the token must not outlive the tab"
 
-            page.get_by_label("Access token", exact=True).fill(token)
-            page.get_by_role("button", name="Save").click()
-            expect(page.locator("#token-state")).to_have_text("set")
-            assert page.evaluate("sessionStorage.getItem('appliance.token')") == token
-            assert page.evaluate("localStorage.length") == 0, "the token must not outlive the tab"
+        # --- ask: evidence first, the answer streamed ----------------------------------------------
+        question.fill("")
+        question.press_sequentially(QUESTION)
+        question.press("Shift+Enter")  # a new line, not a submit
+        assert question.input_value() == QUESTION + "\n"
+        expect(main).to_have_attribute("data-state", "error")
+        question.press("Enter")
 
-            # --- ask: evidence first, the answer streamed ----------------------------------------------
-            question.fill("")
-            question.press_sequentially(QUESTION)
-            question.press("Shift+Enter")  # a new line, not a submit
-            assert question.input_value() == QUESTION + "\n"
-            expect(main).to_have_attribute("data-state", "error")
-            question.press("Enter")
+        expect(main).to_have_attribute("data-state", "streaming")
+        sources = page.locator("#evidence-list > li")
+        expect(sources.first).to_be_visible()
+        expect(page.locator("#evidence-heading")).to_have_text("Sources")
+        expect(sources.first).to_contain_text("SOP-CL-004.md")
+        expect(page.locator("#answer")).to_have_text(FIRST_HALF)
+        expect(page.locator("#answer")).to_have_attribute("aria-busy", "true")
+        page.screenshot(path=str(ARTIFACTS / "web-page-streaming.png"))
+        generator.gate.set()
 
-            expect(main).to_have_attribute("data-state", "streaming")
-            sources = page.locator("#evidence-list > li")
-            expect(sources.first).to_be_visible()
-            expect(page.locator("#evidence-heading")).to_have_text("Sources")
-            expect(sources.first).to_contain_text("SOP-CL-004.md")
-            expect(page.locator("#answer")).to_have_text(FIRST_HALF)
-            expect(page.locator("#answer")).to_have_attribute("aria-busy", "true")
-            page.screenshot(path=str(ARTIFACTS / "web-page-streaming.png"))
-            generator.gate.set()
+        expect(main).to_have_attribute("data-state", "done", timeout=30_000)
+        answer = page.locator("#answer")
+        expect(answer).to_have_text(ANSWER)
+        expect(answer).to_have_attribute("aria-live", "polite")
+        expect(page.locator("#badge")).to_contain_text("Every statement is supported")
+        expect(page.locator("#quotes")).to_be_hidden()  # the answer copies its source's line
+        expect(page.locator("#timings")).to_contain_text("First words")
+        expect(page.locator("#timings")).to_contain_text("Total")
+        expect(page.locator("#cited-list > li")).to_have_count(1)
+        expect(page.locator("#cited-list")).to_contain_text("Isolation")
 
-            expect(main).to_have_attribute("data-state", "done", timeout=30_000)
-            answer = page.locator("#answer")
-            expect(answer).to_have_text(ANSWER)
-            expect(answer).to_have_attribute("aria-live", "polite")
-            expect(page.locator("#badge")).to_contain_text("Every statement is supported")
-            expect(page.locator("#quotes")).to_be_hidden()  # the answer copies its source's line
-            expect(page.locator("#timings")).to_contain_text("First words")
-            expect(page.locator("#timings")).to_contain_text("Total")
-            expect(page.locator("#cited-list > li")).to_have_count(1)
-            expect(page.locator("#cited-list")).to_contain_text("Isolation")
+        # --- citation [1] inside the answer opens its passage, sentence highlighted -------------------
+        source_1 = page.locator("#source-1")
+        expect(source_1.locator("details")).not_to_have_attribute("open", "")
+        cite = answer.locator("button.cite[data-source='1']")
+        expect(cite).to_have_text("[1]")
+        cite.click()
+        expect(source_1.locator("details")).to_have_attribute("open", "")
+        passage = source_1.locator(".passage")
+        expect(passage).to_be_visible()
+        expect(source_1.locator(".src-meta")).to_contain_text("plant/SOP-CL-004.md")
+        expect(source_1.locator(".src-meta")).to_contain_text("Isolation")
+        marks = passage.locator("mark")
+        assert marks.count() >= 1
+        assert any("VLV-3042-B" in text for text in marks.all_inner_texts())
+        expect(passage).to_contain_text("<DO NOT OPEN>")  # server text is text, never markup
+        built = "el => [...el.querySelectorAll('*')].every(n => n.tagName === 'MARK' || n.className === 'ident')"
+        assert passage.evaluate(built), "the passage holds elements the page did not build"
+        expect(source_1.locator("summary")).to_be_focused()
+        # Keyboard: the citation in the "Cited" list toggles nothing but reopens the same source.
+        source_1.locator("summary").press("Enter")  # closes it
+        expect(source_1.locator("details")).not_to_have_attribute("open", "")
+        page.locator("#cited-list button.cite").focus()
+        page.keyboard.press("Enter")
+        expect(source_1.locator("details")).to_have_attribute("open", "")
+        page.screenshot(path=str(ARTIFACTS / "web-page.png"), full_page=True)
 
-            # --- citation [1] inside the answer opens its passage, sentence highlighted -------------------
-            source_1 = page.locator("#source-1")
-            expect(source_1.locator("details")).not_to_have_attribute("open", "")
-            cite = answer.locator("button.cite[data-source='1']")
-            expect(cite).to_have_text("[1]")
-            cite.click()
-            expect(source_1.locator("details")).to_have_attribute("open", "")
-            passage = source_1.locator(".passage")
-            expect(passage).to_be_visible()
-            expect(source_1.locator(".src-meta")).to_contain_text("plant/SOP-CL-004.md")
-            expect(source_1.locator(".src-meta")).to_contain_text("Isolation")
-            marks = passage.locator("mark")
-            assert marks.count() >= 1
-            assert any("VLV-3042-B" in text for text in marks.all_inner_texts())
-            expect(passage).to_contain_text("<DO NOT OPEN>")  # server text is text, never markup
-            built = "el => [...el.querySelectorAll('*')].every(n => n.tagName === 'MARK' || n.className === 'ident')"
-            assert passage.evaluate(built), "the passage holds elements the page did not build"
-            expect(source_1.locator("summary")).to_be_focused()
-            # Keyboard: the citation in the "Cited" list toggles nothing but reopens the same source.
-            source_1.locator("summary").press("Enter")  # closes it
-            expect(source_1.locator("details")).not_to_have_attribute("open", "")
-            page.locator("#cited-list button.cite").focus()
-            page.keyboard.press("Enter")
-            expect(source_1.locator("details")).to_have_attribute("open", "")
-            page.screenshot(path=str(ARTIFACTS / "web-page.png"), full_page=True)
+        # --- the same page on a 360 px phone: nothing wider than the screen -------------------------
+        page.set_viewport_size({"width": 360, "height": 780})
+        page.evaluate("window.scrollTo(0, 0)")
+        assert page.evaluate("document.documentElement.scrollWidth") <= 360
+        page.screenshot(path=str(ARTIFACTS / "web-page-360.png"), full_page=True)
+        page.set_viewport_size({"width": 1280, "height": 900})
+        page.emulate_media(color_scheme="dark")
+        page.screenshot(path=str(ARTIFACTS / "web-page-dark.png"))
+        page.emulate_media(color_scheme="light")
 
-            # --- the same page on a 360 px phone: nothing wider than the screen -------------------------
-            page.set_viewport_size({"width": 360, "height": 780})
-            page.evaluate("window.scrollTo(0, 0)")
-            assert page.evaluate("document.documentElement.scrollWidth") <= 360
-            page.screenshot(path=str(ARTIFACTS / "web-page-360.png"), full_page=True)
-            page.set_viewport_size({"width": 1280, "height": 900})
-            page.emulate_media(color_scheme="dark")
-            page.screenshot(path=str(ARTIFACTS / "web-page-dark.png"))
-            page.emulate_media(color_scheme="light")
+        # --- a refusal: the sentence, the reason, the closest passages -------------------------------
+        question.fill(REFUSED_QUESTION)
+        question.press("Enter")
+        expect(page.locator("#result")).to_have_attribute("data-outcome", "refused")
+        expect(main).to_have_attribute("data-state", "done")
+        refusal = page.locator("#refusal")
+        expect(refusal).to_be_visible()
+        expect(refusal).to_contain_text("The documents do not cover this.")
+        expect(page.locator("#refusal-reason")).to_contain_text("Zabbix")
+        expect(page.locator("#evidence-heading")).to_have_text("Closest passages")
+        expect(sources.first).to_be_visible()
+        expect(page.locator("#badge")).to_be_hidden()
+        expect(page.locator("#answer")).to_have_text("")
+        expect(page.locator("#timings")).to_contain_text("No model asked")
+        page.screenshot(path=str(ARTIFACTS / "web-page-refusal.png"), full_page=True)
 
-            # --- a refusal: the sentence, the reason, the closest passages -------------------------------
-            question.fill(REFUSED_QUESTION)
-            question.press("Enter")
-            expect(page.locator("#result")).to_have_attribute("data-outcome", "refused")
-            expect(main).to_have_attribute("data-state", "done")
-            refusal = page.locator("#refusal")
-            expect(refusal).to_be_visible()
-            expect(refusal).to_contain_text("The documents do not cover this.")
-            expect(page.locator("#refusal-reason")).to_contain_text("Zabbix")
-            expect(page.locator("#evidence-heading")).to_have_text("Closest passages")
-            expect(sources.first).to_be_visible()
-            expect(page.locator("#badge")).to_be_hidden()
-            expect(page.locator("#answer")).to_have_text("")
-            expect(page.locator("#timings")).to_contain_text("No model asked")
-            page.screenshot(path=str(ARTIFACTS / "web-page-refusal.png"), full_page=True)
+        # --- an answer with an invented step: the warning, the unsupported sentence, the removed [7] ------
+        question.fill(QUESTION)
+        question.press("Enter")
+        expect(page.locator("#result")).to_have_attribute("data-outcome", "answer")
+        expect(main).to_have_attribute("data-state", "done")
+        expect(page.locator("#badge")).to_contain_text("Check before acting")
+        expect(page.locator("#badge")).to_contain_text("in no passage: VLV-9999-Z")  # named, not just warned
+        expect(page.locator("#unsupported-list")).to_contain_text("VLV-9999-Z")
+        expect(page.locator("#removed")).to_contain_text("[7]")
+        expect(page.locator("#answer")).not_to_contain_text("[7]")
+        expect(page.locator("#refusal")).to_be_hidden()
+        quotes = page.locator("#quotes-list > li")
+        expect(quotes).to_have_count(2)  # in answer order, each under the step that leaves its value out
+        expect(quotes.nth(0).locator(".quote-for")).to_contain_text("Close VLV-3042-B")
+        expect(quotes.nth(0).locator("blockquote")).to_contain_text("reads zero")
+        quote = quotes.nth(1)
+        expect(quote.locator(".quote-for")).to_have_text("Replace the lead gasket at every connection.")
+        expect(quote.locator("blockquote")).to_contain_text("RW-GSK-0410")
+        expect(quote.locator("button.cite[data-source='1']")).to_be_visible()
+        page.screenshot(path=str(ARTIFACTS / "web-page-warning.png"))
 
-            # --- an answer with an invented step: the warning, the unsupported sentence, the removed [7] ------
-            question.fill(QUESTION)
-            question.press("Enter")
-            expect(page.locator("#result")).to_have_attribute("data-outcome", "answer")
-            expect(main).to_have_attribute("data-state", "done")
-            expect(page.locator("#badge")).to_contain_text("Check before acting")
-            expect(page.locator("#badge")).to_contain_text("in no passage: VLV-9999-Z")  # named, not just warned
-            expect(page.locator("#unsupported-list")).to_contain_text("VLV-9999-Z")
-            expect(page.locator("#removed")).to_contain_text("[7]")
-            expect(page.locator("#answer")).not_to_contain_text("[7]")
-            expect(page.locator("#refusal")).to_be_hidden()
-            quotes = page.locator("#quotes-list > li")
-            expect(quotes).to_have_count(2)  # in answer order, each under the step that leaves its value out
-            expect(quotes.nth(0).locator(".quote-for")).to_contain_text("Close VLV-3042-B")
-            expect(quotes.nth(0).locator("blockquote")).to_contain_text("reads zero")
-            quote = quotes.nth(1)
-            expect(quote.locator(".quote-for")).to_have_text("Replace the lead gasket at every connection.")
-            expect(quote.locator("blockquote")).to_contain_text("RW-GSK-0410")
-            expect(quote.locator("button.cite[data-source='1']")).to_be_visible()
-            page.screenshot(path=str(ARTIFACTS / "web-page-warning.png"))
+        # --- an answer cut at the token limit: never shown as complete -------------------------------
+        question.fill(QUESTION)
+        question.press("Enter")
+        expect(main).to_have_attribute("data-state", "done")
+        expect(page.locator("#badge")).to_contain_text("cut at the length limit")
+        expect(page.locator("#badge")).to_have_class(re.compile(r"\bwarn\b"))
+        expect(page.locator("#quotes")).to_be_hidden()  # this answer carries the part number itself
 
-            # --- an answer cut at the token limit: never shown as complete -------------------------------
-            question.fill(QUESTION)
-            question.press("Enter")
-            expect(main).to_have_attribute("data-state", "done")
-            expect(page.locator("#badge")).to_contain_text("cut at the length limit")
-            expect(page.locator("#badge")).to_have_class(re.compile(r"\bwarn\b"))
-            expect(page.locator("#quotes")).to_be_hidden()  # this answer carries the part number itself
-
-            # --- clearing the token forgets it ----------------------------------------------------------
-            page.locator("#token-box summary").click()
-            page.get_by_role("button", name="Clear").click()
-            assert page.evaluate("sessionStorage.getItem('appliance.token')") is None
-            expect(page.locator("#token-state")).to_have_text("not set")
-        finally:
-            browser.close()
+        # --- clearing the token forgets it ----------------------------------------------------------
+        page.locator("#token-box summary").click()
+        page.get_by_role("button", name="Clear").click()
+        assert page.evaluate("sessionStorage.getItem('appliance.token')") is None
+        expect(page.locator("#token-state")).to_have_text("not set")
 
     assert requests, "the browser made no requests"
     foreign = [url for url in requests if urlsplit(url).hostname != "127.0.0.1"]
@@ -472,101 +480,89 @@ def test_open_the_cited_pdf_and_markdown_sops_and_ask_a_follow_up(
 ) -> None:
     server, token, _ = demo_server
     ARTIFACTS.mkdir(exist_ok=True)
-    requests: list[str] = []
     bodies: list[str] = []
-    console_errors: list[str] = []
 
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            context.on("request", lambda request: requests.append(request.url))
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            page.on("request", lambda r: bodies.append(r.post_data or "") if r.url.endswith("/v1/ask") else None)
-            page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
-            page.on("pageerror", lambda exc: console_errors.append(f"uncaught: {exc}"))
-            expect = sync_api.expect
-            page.goto(server + "/")
-            page.locator("#token-box summary").click()
-            page.get_by_label("Access token", exact=True).fill(token)
-            page.get_by_role("button", name="Save").click()
-            main = page.locator("main")
-            question = page.get_by_label("Question", exact=True)
+    with watched_page(server + "/") as (page, requests, console_errors):
+        context, browser = page.context, page.context.browser
+        page.on("request", lambda r: bodies.append(r.post_data or "") if r.url.endswith("/v1/ask") else None)
+        expect = sync_api.expect
+        page.locator("#token-box summary").click()
+        page.get_by_label("Access token", exact=True).fill(token)
+        page.get_by_role("button", name="Save").click()
+        main = page.locator("main")
+        question = page.get_by_label("Question", exact=True)
 
-            # --- a PDF SOP: its citation opens the view at the cited page ----------------------------
-            question.fill(PDF_QUESTION)
-            question.press("Enter")
-            expect(main).to_have_attribute("data-state", "done", timeout=60_000)
-            expect(page.locator("#result")).to_have_attribute("data-outcome", "answer")
-            cited = page.locator("#cited-list > li").filter(has_text="SOP-FLT-001")
-            expect(cited).to_have_count(1)
-            page_number = int(re.search(r"page (\d+)", cited.inner_text()).group(1))  # type: ignore[union-attr]
-            opener = cited.get_by_role("button", name="Open the document")
-            opener.focus()
-            page.keyboard.press("Enter")  # keyboard reachable
-            viewer = page.locator("#viewer")
-            expect(viewer).to_have_attribute("data-state", "open")
-            current = viewer.locator(f'section.doc-current[data-page="{page_number}"]')
-            expect(current).to_be_in_viewport()
-            expect(current).to_contain_text("PLC-300 will not start a backwash")
-            expect(current.locator("mark").first).to_be_visible()
-            expect(page.locator("#viewer-title")).to_be_focused()
-            page.screenshot(path=str(ARTIFACTS / "web-page-pdf-view.png"))
-            original = page.locator("#viewer-original")
-            expect(original).to_have_text(f"Open the PDF at page {page_number}")
-            with context.expect_page() as popup:
-                original.click()
-            pdf = popup.value
-            pdf.wait_for_load_state()
-            expect(pdf).to_have_url(re.compile(rf"^blob:http://127\.0\.0\.1:\d+/[0-9a-f-]+#page={page_number}$"))
-            shown = pdf_viewer_page(browser, page_number)
-            assert shown is not None and shown.split("/")[0] == str(page_number), shown
-            pdf.screenshot(path=str(ARTIFACTS / "web-page-pdf-original.png"))
-            pdf.close()
-            page.keyboard.press("Escape")
-            expect(viewer).to_be_hidden()
-            expect(opener).to_be_focused()
+        # --- a PDF SOP: its citation opens the view at the cited page ----------------------------
+        question.fill(PDF_QUESTION)
+        question.press("Enter")
+        expect(main).to_have_attribute("data-state", "done", timeout=60_000)
+        expect(page.locator("#result")).to_have_attribute("data-outcome", "answer")
+        cited = page.locator("#cited-list > li").filter(has_text="SOP-FLT-001")
+        expect(cited).to_have_count(1)
+        page_number = int(re.search(r"page (\d+)", cited.inner_text()).group(1))  # type: ignore[union-attr]
+        opener = cited.get_by_role("button", name="Open the document")
+        opener.focus()
+        page.keyboard.press("Enter")  # keyboard reachable
+        viewer = page.locator("#viewer")
+        expect(viewer).to_have_attribute("data-state", "open")
+        current = viewer.locator(f'section.doc-current[data-page="{page_number}"]')
+        expect(current).to_be_in_viewport()
+        expect(current).to_contain_text("PLC-300 will not start a backwash")
+        expect(current.locator("mark").first).to_be_visible()
+        expect(page.locator("#viewer-title")).to_be_focused()
+        page.screenshot(path=str(ARTIFACTS / "web-page-pdf-view.png"))
+        original = page.locator("#viewer-original")
+        expect(original).to_have_text(f"Open the PDF at page {page_number}")
+        with context.expect_page() as popup:
+            original.click()
+        pdf = popup.value
+        pdf.wait_for_load_state()
+        expect(pdf).to_have_url(re.compile(rf"^blob:http://127\.0\.0\.1:\d+/[0-9a-f-]+#page={page_number}$"))
+        shown = pdf_viewer_page(browser, page_number)
+        assert shown is not None and shown.split("/")[0] == str(page_number), shown
+        pdf.screenshot(path=str(ARTIFACTS / "web-page-pdf-original.png"))
+        pdf.close()
+        page.keyboard.press("Escape")
+        expect(viewer).to_be_hidden()
+        expect(opener).to_be_focused()
 
-            # --- a Markdown SOP: its citation shows the rendered SOP, the cited sentences highlighted --------
-            question.fill(MD_QUESTION)
-            question.press("Enter")
-            expect(main).to_have_attribute("data-state", "done", timeout=60_000)
-            expect(page.locator("#answer")).to_contain_text("VLV-4501-A")
-            expect(page.locator("#thread-list > li")).to_have_count(1)  # the PDF question, above
-            cited = page.locator("#cited-list > li").filter(has_text="SOP-CL-004")
-            cited.get_by_role("button", name="Open the document").click()
-            expect(viewer).to_have_attribute("data-state", "open")
-            target = viewer.locator("#doc-cited")
-            expect(target).to_be_in_viewport()
-            expect(target).to_have_js_property("tagName", "MARK")
-            assert viewer.locator("mark").count() >= 1
-            expect(viewer.locator("h3", has_text="6.2 Isolate the empty bank")).to_be_visible()
-            expect(viewer.locator("#viewer-body table").first).to_be_attached()  # rendered, not raw pipes
-            assert viewer.locator("#viewer-body script, #viewer-body img, #viewer-body iframe").count() == 0
-            page.screenshot(path=str(ARTIFACTS / "web-page-markdown-view.png"))
-            page.locator("#viewer-close").click()
+        # --- a Markdown SOP: its citation shows the rendered SOP, the cited sentences highlighted --------
+        question.fill(MD_QUESTION)
+        question.press("Enter")
+        expect(main).to_have_attribute("data-state", "done", timeout=60_000)
+        expect(page.locator("#answer")).to_contain_text("VLV-4501-A")
+        expect(page.locator("#thread-list > li")).to_have_count(1)  # the PDF question, above
+        cited = page.locator("#cited-list > li").filter(has_text="SOP-CL-004")
+        cited.get_by_role("button", name="Open the document").click()
+        expect(viewer).to_have_attribute("data-state", "open")
+        target = viewer.locator("#doc-cited")
+        expect(target).to_be_in_viewport()
+        expect(target).to_have_js_property("tagName", "MARK")
+        assert viewer.locator("mark").count() >= 1
+        expect(viewer.locator("h3", has_text="6.2 Isolate the empty bank")).to_be_visible()
+        expect(viewer.locator("#viewer-body table").first).to_be_attached()  # rendered, not raw pipes
+        assert viewer.locator("#viewer-body script, #viewer-body img, #viewer-body iframe").count() == 0
+        page.screenshot(path=str(ARTIFACTS / "web-page-markdown-view.png"))
+        page.locator("#viewer-close").click()
 
-            # --- the follow-up: only makes sense with the question before it ---------------------------------
-            question.fill(FOLLOW_UP)
-            question.press("Enter")
-            expect(main).to_have_attribute("data-state", "done", timeout=60_000)
-            expect(page.locator("#result")).to_have_attribute("data-outcome", "answer")
-            expect(page.locator("#answer")).to_contain_text("5 minutes")
-            expect(page.locator("#cited-list")).to_contain_text("SOP-CL-004")
-            expect(page.locator("#searched")).to_contain_text(MD_QUESTION)
-            expect(page.locator("#thread-list > li")).to_have_count(2)
-            sent = json.loads(bodies[-1])
-            assert sent["question"] == FOLLOW_UP and MD_QUESTION in [t["content"] for t in sent["history"]]
-            assert page.evaluate("JSON.parse(sessionStorage.getItem('appliance.thread')).length") == 3
-            assert page.evaluate("localStorage.length") == 0
-            page.screenshot(path=str(ARTIFACTS / "web-page-follow-up.png"), full_page=True)
+        # --- the follow-up: only makes sense with the question before it ---------------------------------
+        question.fill(FOLLOW_UP)
+        question.press("Enter")
+        expect(main).to_have_attribute("data-state", "done", timeout=60_000)
+        expect(page.locator("#result")).to_have_attribute("data-outcome", "answer")
+        expect(page.locator("#answer")).to_contain_text("5 minutes")
+        expect(page.locator("#cited-list")).to_contain_text("SOP-CL-004")
+        expect(page.locator("#searched")).to_contain_text(MD_QUESTION)
+        expect(page.locator("#thread-list > li")).to_have_count(2)
+        sent = json.loads(bodies[-1])
+        assert sent["question"] == FOLLOW_UP and MD_QUESTION in [t["content"] for t in sent["history"]]
+        assert page.evaluate("JSON.parse(sessionStorage.getItem('appliance.thread')).length") == 3
+        assert page.evaluate("localStorage.length") == 0
+        page.screenshot(path=str(ARTIFACTS / "web-page-follow-up.png"), full_page=True)
 
-            page.get_by_role("button", name="New conversation").click()
-            expect(page.locator("#thread")).to_be_hidden()
-            assert page.evaluate("sessionStorage.getItem('appliance.thread')") is None
-        finally:
-            browser.close()
+        page.get_by_role("button", name="New conversation").click()
+        expect(page.locator("#thread")).to_be_hidden()
+        assert page.evaluate("sessionStorage.getItem('appliance.thread')") is None
 
     # Chromium's own PDF viewer loads its files from chrome:// and its extension: the browser's, not the network.
     internal = ("blob:http://127.0.0.1:", "chrome://resources/", f"chrome-extension://{PDF_VIEWER_EXTENSION}/")
@@ -594,62 +590,49 @@ def quoted_server(home: Path, models_dir: Path) -> Iterator[tuple[str, str]]:
 def test_a_procedure_is_shown_as_the_sop_writes_it_and_opens_at_its_section(quoted_server: tuple[str, str]) -> None:
     server, token = quoted_server
     ARTIFACTS.mkdir(exist_ok=True)
-    requests: list[str] = []
-    console_errors: list[str] = []
-    with sync_api.sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS, headless=True)
-        try:
-            context = browser.new_context(viewport={"width": 1280, "height": 900})
-            context.on("request", lambda request: requests.append(request.url))
-            page = context.new_page()
-            page.set_default_timeout(20_000)
-            page.on("console", lambda msg: console_errors.append(msg.text) if msg.type == "error" else None)
-            page.on("pageerror", lambda exc: console_errors.append(f"uncaught: {exc}"))
-            expect = sync_api.expect
-            page.goto(server + "/")
-            page.locator("#token-box summary").click()
-            page.get_by_label("Access token", exact=True).fill(token)
-            page.get_by_role("button", name="Save").click()
-            question = page.get_by_label("Question", exact=True)
-            question.fill("How do I change a chlorine ton container?")
-            question.press("Enter")
-            expect(page.locator("main")).to_have_attribute("data-state", "done", timeout=60_000)
-            expect(page.locator("#result")).to_have_attribute("data-outcome", "answer")
+    with watched_page(server + "/") as (page, requests, console_errors):
+        expect = sync_api.expect
+        page.locator("#token-box summary").click()
+        page.get_by_label("Access token", exact=True).fill(token)
+        page.get_by_role("button", name="Save").click()
+        question = page.get_by_label("Question", exact=True)
+        question.fill("How do I change a chlorine ton container?")
+        question.press("Enter")
+        expect(page.locator("main")).to_have_attribute("data-state", "done", timeout=60_000)
+        expect(page.locator("#result")).to_have_attribute("data-outcome", "answer")
 
-            steps = page.locator("#steps")
-            expect(steps).to_be_visible()
-            expect(page.locator("#steps-kind")).to_contain_text("every line below is the SOP's own text")
-            headings = page.locator("#steps-list > li.step-heading")
-            expect(headings.first).to_contain_text("6. Procedure")
-            expect(headings.filter(has_text="6.5 Connect and start up")).to_have_count(1)
-            items = page.locator("#steps-list > li")
-            texts = [text.strip() for text in items.all_inner_texts()]
-            first = next(i for i, t in enumerate(texts) if t.startswith("1. Tell the control room"))
-            last = next(i for i, t in enumerate(texts) if t.startswith("3. Tell the Shift Supervisor"))
-            isolate = next(i for i, t in enumerate(texts) if "Close the bank header isolation valve" in t)
-            assert first < isolate < last, "the steps are shown in the document's order"
-            expect(page.locator("#answer")).to_be_empty()  # nothing paraphrased above the steps
-            expect(page.locator("#badge")).to_contain_text("Shown as the document writes it")
-            expect(page.locator("#timings")).to_contain_text("No model asked")
-            expect(page.locator("#alternatives-list > li").first).to_be_visible()
-            # Every citation says which revision it is from; this one is past its review date (annual cycle).
-            cited = page.locator("#cited-list > li").filter(has_text="SOP-CL-004").first
-            expect(cited.locator(".cited-revision")).to_contain_text("SOP-CL-004 rev 5, effective 2023-08-07 › ")
-            expect(cited.locator(".review-overdue")).to_contain_text("Past its review date 2024-08-07")
-            page.screenshot(path=str(ARTIFACTS / "web-page-quoted-procedure.png"), full_page=True)
+        steps = page.locator("#steps")
+        expect(steps).to_be_visible()
+        expect(page.locator("#steps-kind")).to_contain_text("every line below is the SOP's own text")
+        headings = page.locator("#steps-list > li.step-heading")
+        expect(headings.first).to_contain_text("6. Procedure")
+        expect(headings.filter(has_text="6.5 Connect and start up")).to_have_count(1)
+        items = page.locator("#steps-list > li")
+        texts = [text.strip() for text in items.all_inner_texts()]
+        first = next(i for i, t in enumerate(texts) if t.startswith("1. Tell the control room"))
+        last = next(i for i, t in enumerate(texts) if t.startswith("3. Tell the Shift Supervisor"))
+        isolate = next(i for i, t in enumerate(texts) if "Close the bank header isolation valve" in t)
+        assert first < isolate < last, "the steps are shown in the document's order"
+        expect(page.locator("#answer")).to_be_empty()  # nothing paraphrased above the steps
+        expect(page.locator("#badge")).to_contain_text("Shown as the document writes it")
+        expect(page.locator("#timings")).to_contain_text("No model asked")
+        expect(page.locator("#alternatives-list > li").first).to_be_visible()
+        # Every citation says which revision it is from; this one is past its review date (annual cycle).
+        cited = page.locator("#cited-list > li").filter(has_text="SOP-CL-004").first
+        expect(cited.locator(".cited-revision")).to_contain_text("SOP-CL-004 rev 5, effective 2023-08-07 › ")
+        expect(cited.locator(".review-overdue")).to_contain_text("Past its review date 2024-08-07")
+        page.screenshot(path=str(ARTIFACTS / "web-page-quoted-procedure.png"), full_page=True)
 
-            opener = headings.filter(has_text="6.2 Isolate the empty bank").get_by_role(
-                "button", name="Open the document here"
-            )
-            opener.focus()
-            page.keyboard.press("Enter")  # keyboard reachable
-            viewer = page.locator("#viewer")
-            expect(viewer).to_have_attribute("data-state", "open")
-            expect(viewer.locator("h3", has_text="6.2 Isolate the empty bank")).to_be_visible()
-            page.keyboard.press("Escape")
-            expect(viewer).to_be_hidden()
-        finally:
-            browser.close()
+        opener = headings.filter(has_text="6.2 Isolate the empty bank").get_by_role(
+            "button", name="Open the document here"
+        )
+        opener.focus()
+        page.keyboard.press("Enter")  # keyboard reachable
+        viewer = page.locator("#viewer")
+        expect(viewer).to_have_attribute("data-state", "open")
+        expect(viewer.locator("h3", has_text="6.2 Isolate the empty bank")).to_be_visible()
+        page.keyboard.press("Escape")
+        expect(viewer).to_be_hidden()
     foreign = [url for url in requests if urlsplit(url).hostname != "127.0.0.1"]
     assert not foreign, f"requests to other hosts: {foreign}"
     assert not console_errors, f"console errors: {console_errors}"

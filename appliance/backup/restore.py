@@ -20,7 +20,6 @@ import contextlib
 import fcntl
 import os
 import shutil
-import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ from appliance.backup.manifest import file_sha256, read_manifest
 from appliance.backup.snapshot import AUDIT, CATALOG, SETTINGS, TOKENS, UPLOADS, VECTORS
 from appliance.config import Settings
 from appliance.errors import BackupError, IndexBusy
+from appliance.index.index import Index
 from appliance.index.lock import writer_lock
 from appliance.index.ownership import local_store
 
@@ -122,7 +122,7 @@ def restore_backup(settings: Settings, source: Path, *, force: bool = False) -> 
             moved_aside=aside,
         )
         report.notes += _restore_settings(source, home)
-        report.notes += _relocate_uploads(home / CATALOG, Path(manifest["uploads"]["folder"]), upload_dir)
+        report.notes += _relocate_uploads(settings, Path(manifest["uploads"]["folder"]), upload_dir)
         if manifest["vectors"].get("kind") != "local":
             report.notes.append(
                 f"the vectors lived on the Chroma server {manifest['vectors'].get('url')}: run `appliance reindex` "
@@ -210,19 +210,18 @@ def _restore_settings(source: Path, home: Path) -> list[str]:
     return [f"settings restored to {target}"]
 
 
-def _relocate_uploads(catalog: Path, old: Path, new: Path) -> list[str]:
+def _relocate_uploads(settings: Settings, old: Path, new: Path) -> list[str]:
     """The upload folder's source and documents, moved in the catalog from where they were backed up."""
-    if old == new or not catalog.exists():
+    if old == new or not settings.catalog_path.exists():
         return []
     if old.name != new.name:
         return [
             f"the upload folder was {old} and is now {new}: its documents keep their old paths until "
             "`appliance reindex` indexes them again under the new folder's name"
         ]
-    with contextlib.closing(sqlite3.connect(catalog)) as conn, conn:
-        conn.execute("UPDATE sources SET path = ? WHERE path = ?", (str(new), str(old)))
-        moved = conn.execute(
-            "UPDATE documents SET source = ?, abs_path = ? || substr(abs_path, ?) WHERE source = ?",
-            (str(new), str(new), len(str(old)) + 1, str(old)),
-        ).rowcount
+    index = Index(settings)
+    try:
+        moved = index.relocate_source(str(old), str(new))
+    finally:
+        index.close()
     return [f"{moved} uploaded document(s) moved from {old} to {new} in the catalog"] if moved else []

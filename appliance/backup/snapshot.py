@@ -5,8 +5,7 @@ What goes in, and how each part is kept consistent:
     writers and readers go on meanwhile);
   * the vectors: written into the backup from the catalog snapshot's own embeddings (the catalog is the
     source of truth and holds every embedding), so they are the vectors of exactly the catalog's committed
-    state. Copying the live Chroma folder would not be: the server that owns it holds its graph in memory
-    and writes it out when it pleases (appliance.index.ownership);
+    state (appliance.index.snapshot says why the live Chroma folder is not copied);
   * the upload folder's files: uploads and reindexes take the index writer lock, and so does the backup
     for its catalog and files, so no file lands without its index entries (answers never take that lock);
   * the audit log and CHAIN, copied under the log's shared lock (appends wait a moment), and its chain head;
@@ -26,17 +25,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from appliance import __version__
 from appliance.audit import copy_audit_log, verify_audit
 from appliance.backup.manifest import write_manifest
 from appliance.config import Settings, config_file_path
 from appliance.errors import BackupError
-from appliance.index import vector_sync
-from appliance.index.catalog import Catalog
+from appliance.index.index import Index
 from appliance.index.lock import writer_lock
-from appliance.index.vectors import VectorIndex
+from appliance.index.snapshot import copy_database
 
 # Names inside a backup (and, for the first four, inside a home).
 CATALOG = "catalog.sqlite"
@@ -45,7 +41,6 @@ VECTORS = "chroma"
 AUDIT = "audit"
 UPLOADS = "uploads"
 SETTINGS = "settings/appliance.toml"
-_EXPORT_BATCH = 2000
 
 
 @dataclass(frozen=True)
@@ -102,14 +97,21 @@ def _snapshot(settings: Settings, work: Path, wait_s: float) -> tuple[dict[str, 
     waiting = time.monotonic()
     with writer_lock(settings.lock_path, wait_s):
         lock_wait_s = time.monotonic() - waiting
-        _sqlite_backup(settings.catalog_path, work / CATALOG)
+        index = Index(settings)
+        try:
+            catalog_copy = index.snapshot(work / CATALOG)
+        finally:
+            index.close()
         upload_dir = settings.upload_dir.resolve()
         uploads = _copy_uploads(upload_dir, work / UPLOADS)
-    catalog = _seal_catalog(work / CATALOG)
-    vectors = _export_vectors(settings, work / CATALOG, work / VECTORS) if not settings.vectors.url else None
+    catalog = catalog_copy.seal()
+    vectors = None
+    if not settings.vectors.url:
+        count = catalog_copy.export_vectors(settings.vectors, work / VECTORS)
+        vectors = {"kind": "local", "count": count, "collection": settings.vectors.collection}
     tokens = None
     if settings.tokens_path.exists():
-        _sqlite_backup(settings.tokens_path, work / TOKENS)
+        copy_database(settings.tokens_path, work / TOKENS)
         tokens = _count(work / TOKENS, "SELECT COUNT(*) FROM tokens")
     copy_audit_log(settings.audit_dir, work / AUDIT)
     audit = verify_audit(work / AUDIT)
@@ -131,59 +133,6 @@ def _snapshot(settings: Settings, work: Path, wait_s: float) -> tuple[dict[str, 
         "settings": {"file": str(config) if config is not None and config.exists() else None},
     }
     return about, lock_wait_s
-
-
-def _sqlite_backup(source: Path, target: Path) -> None:
-    """One-step online backup: the copy is one committed state of `source`, taken while others use it."""
-    src = sqlite3.connect(source, timeout=30.0)
-    dst = sqlite3.connect(target)
-    try:
-        src.backup(dst)
-        dst.execute("PRAGMA journal_mode=DELETE")  # one self-contained file (no -wal beside it)
-    finally:
-        dst.close()
-        src.close()
-    target.chmod(0o600)
-
-
-def _seal_catalog(path: Path) -> dict[str, Any]:
-    """Record the snapshot's change log as applied (its vectors are written from this very state) and say
-    what it holds."""
-    catalog = Catalog(path)
-    try:
-        vector_sync.mark_applied(catalog, vector_sync.latest_seq(catalog.conn))
-        counts = catalog.counts()
-        sources = catalog.sources()
-    finally:
-        catalog.close()
-    conn = sqlite3.connect(path)
-    try:
-        conn.execute("PRAGMA journal_mode=DELETE")
-        integrity = conn.execute("PRAGMA integrity_check").fetchone()[0]
-    finally:
-        conn.close()
-    if integrity != "ok":
-        raise BackupError(f"the catalog snapshot fails SQLite's integrity check: {integrity}")
-    return {**counts, "sources": sources}
-
-
-def _export_vectors(settings: Settings, catalog_path: Path, target: Path) -> dict[str, Any]:
-    """A local Chroma store holding one vector per chunk of the catalog snapshot, in chunk id order."""
-    catalog = Catalog(catalog_path)
-    vectors = VectorIndex(settings.vectors.model_copy(update={"url": ""}), target)
-    try:
-        rows = catalog.conn.execute(
-            "SELECT c.id, c.embedding, d.path FROM chunks c JOIN documents d ON d.id = c.document_id ORDER BY c.id"
-        )
-        while batch := rows.fetchmany(_EXPORT_BATCH):
-            ids = [row[0] for row in batch]
-            embeddings = np.stack([np.frombuffer(row[1], dtype="<f4") for row in batch])
-            vectors.upsert(ids, embeddings, [row[2] for row in batch])
-        count = vectors.count()
-    finally:
-        vectors.close()
-        catalog.close()
-    return {"kind": "local", "count": count, "collection": settings.vectors.collection}
 
 
 def _copy_uploads(folder: Path, target: Path) -> int:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import sys
+from collections.abc import Iterable
+from dataclasses import replace
 from typing import Any
 
 import click
@@ -10,10 +12,12 @@ import click
 from appliance.answer.answerer import Answerer, AnswerResult, EvidenceItem
 from appliance.answer.quoted.answer import Step
 from appliance.cli.common import current_settings, echo_json, handle_errors
+from appliance.cli.table_layout import aligned, table_lines, terminal_width
 from appliance.config import AnswerMode
 from appliance.documents.original import host_files, open_hint
 from appliance.index.filters import DOC_TYPES, Filters
 from appliance.retrieve.spelling import did_you_mean_line
+from appliance.text.pipe_tables import PipeTable, is_table, row_at
 
 
 def _where(item: EvidenceItem) -> str:
@@ -24,9 +28,27 @@ def _where(item: EvidenceItem) -> str:
     return text + (f" (p. {item.page})" if item.page else "")
 
 
-def _highlighted(item: EvidenceItem) -> str:
-    """The passage's best sentences, in bold, so the SOP's own words stand out."""
-    return " … ".join(click.style(" ".join(s.text.split()), bold=True) for s in item.sentences)
+def _bold(text: str) -> str:
+    return click.style(text, bold=True)
+
+
+def _print_sentences(item: EvidenceItem, indent: str = "    ") -> None:
+    """The passage's best sentences, in bold, so the SOP's own words stand out; a table row under its
+    table's header, aligned."""
+    prose: list[str] = []
+    rows: list[PipeTable] = []
+    for sentence in item.sentences:
+        found = row_at(item.text, sentence.start) if is_table(sentence.text) else None
+        if found is None:
+            prose.append(_bold(" ".join(sentence.text.split())))
+        else:
+            table, row = found
+            rows.append(PipeTable(table.header, (row,), row.start, row.end))
+    if prose:
+        click.echo(indent + " … ".join(prose))
+    for table in rows:
+        for line in aligned(table, terminal_width() - len(indent), _bold):
+            click.echo(indent + line)
 
 
 def _print_evidence(
@@ -38,7 +60,7 @@ def _print_evidence(
         label = f"[{item.n}]" if item.n is not None else "-"
         click.echo(f"{label} {_where(item)}")
         if item.sentences and (sentences or refused):
-            click.echo(f"    {_highlighted(item)}")
+            _print_sentences(item)
         if item.path in files:
             click.echo(f"    {open_hint(files[item.path], item.page)}")
 
@@ -54,9 +76,12 @@ def _print_steps(answer_kind: str | None, steps: list[Step]) -> None:
     """The SOP's own items as the document lays them out: headings bold, signal words in colour, every
     part left out said."""
     click.echo(click.style(_KIND_LABELS.get(answer_kind or "", "From the documents:"), underline=True))
-    for step in steps:
+    for step in _joined_tables(steps):
         indent = "  " * step.level
-        if step.kind == "heading":
+        if step.kind == "table":
+            for line in table_lines(step.text, terminal_width() - len(indent), _bold):
+                click.echo(indent + line)
+        elif step.kind == "heading":
             page = f", p. {step.page}" if step.page else ""
             click.echo(click.style(f"{indent}{step.text}", bold=True) + f"  [{step.n}{page}]")
         elif step.kind == "omitted":
@@ -66,12 +91,26 @@ def _print_steps(answer_kind: str | None, steps: list[Step]) -> None:
             click.echo(click.style(step.text, fg=color, bold=color is not None) if color else step.text)
 
 
+def _joined_tables(steps: Iterable[Step]) -> list[Step]:
+    """Steps with each run of table rows of one source as one table step (an excerpt gives every row it
+    picks as its own step under the header; the layout drops the repeated header)."""
+    joined: list[Step] = []
+    for step in steps:
+        last = joined[-1] if joined else None
+        if last is not None and step.kind == last.kind == "table" and step.n == last.n:
+            joined[-1] = replace(last, text=f"{last.text}\n{step.text}", matched=last.matched or step.matched)
+        else:
+            joined.append(step)
+    return joined
+
+
 def _print_quotes(result: AnswerResult) -> None:
     """The sources' own lines under the sentences that reword them or leave their key fact out."""
     click.echo(click.style("In the sources' own words:", underline=True))
     for quote in result.quotes:
         click.echo(f"  {_shortened(quote.sentence)}")
-        for line in quote.text.split("\n"):
+        lines = table_lines(quote.text, terminal_width() - 6) if is_table(quote.text) else quote.text.split("\n")
+        for line in lines:
             click.echo(click.style(f"    > {line}", bold=True))
         click.echo(f"    [{quote.n}]")
 
@@ -93,6 +132,14 @@ def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -
         click.echo(click.style(did_you_mean_line(result.did_you_mean), fg="cyan"))
     if result.refused:
         click.echo(click.style(f"Not answered: {result.refusal_reason}", fg="yellow"))
+    elif result.steps and result.confidence == "close" and result.alternatives:
+        rival = result.alternatives[0]
+        name = rival.section.split(" › ")[-1] if rival.section else rival.title
+        click.echo(
+            click.style(f"Close call: also matches {name} ({rival.path}). Check which one you need.", fg="yellow")
+        )
+    elif result.steps and result.confidence == "uncertain":
+        click.echo(click.style("Best match only, a weak one: check the section's heading before acting.", fg="yellow"))
     elif result.steps:
         click.echo(click.style("Shown as the document writes it: read the cited section before acting.", fg="green"))
     elif result.grounded:
@@ -201,7 +248,8 @@ def register(cli: click.Group) -> None:
         By default (answer.mode = quoted) the answer is the documents' own text: for "how do I…" the whole
         procedure section the question lands in, steps in order with their warnings and hold points; for a
         value or a fact the lines that state it; each item cited to its section and page, with the file to
-        open on this host, and every part of a long procedure left out said. No model writes it.
+        open on this host, and every part of a long procedure left out said. No model writes it. Tables
+        are printed with their columns aligned within the terminal's width ($COLUMNS when not a terminal).
 
         With answer.mode = generated the local model writes a short answer from the retrieved passages;
         every sentence is checked against the sources it cites (and cited to the one that holds it), and

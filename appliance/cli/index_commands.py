@@ -15,6 +15,9 @@ from appliance.ingest.pipeline import IngestReport, Progress, ingest, reindex
 from appliance.retrieve.search import MODES, Searcher
 from appliance.retrieve.spelling import did_you_mean_line
 from appliance.status import index_status
+from appliance.text.pipe_tables import one_line
+
+SNIPPET_CHARS = 300  # of a passage, on one line, under each search hit
 
 
 class _Bar:
@@ -163,8 +166,7 @@ def register(cli: click.Group) -> None:
         for hit in result.hits:
             where = hit.path + (f" › {hit.section}" if hit.section else "") + (f" (p. {hit.page})" if hit.page else "")
             click.echo(click.style(f"[{hit.rank}] {where}", bold=True) + f"  score {hit.score:.4f}")
-            snippet = " ".join(hit.text.split())
-            click.echo(f"    {snippet[:300]}{'…' if len(snippet) > 300 else ''}")
+            click.echo(f"    {one_line(hit.text, SNIPPET_CHARS)}")  # never cut inside a table row
             if hit.path in files:
                 click.echo(f"    {open_hint(files[hit.path], hit.page)}")
         click.echo(f"({result.timings_ms.get('total', 0):.0f} ms)", err=True)

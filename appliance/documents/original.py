@@ -144,7 +144,16 @@ def host_files(catalog: Catalog, paths: list[str]) -> dict[str, str]:
 
 
 def open_hint(file: str | None, page: int | None) -> str:
-    """ "open: /srv/sops/SOP-FLT-001.pdf (page 3)": where the cited words are, for an operator on the host."""
+    """ "open: /srv/sops/SOP-FLT-001.pdf (page 3)": where the cited words are, for an operator on the host. A
+    file below the working directory is named from there (`docs_corpus/SOP-CL-004….md` in a checkout): the
+    shell that ran the command opens it as it is shown."""
     if not file:
         return ""
-    return f"open: {file}" + (f" (page {page})" if page else "")
+    return f"open: {_from_working_directory(file)}" + (f" (page {page})" if page else "")
+
+
+def _from_working_directory(file: str) -> str:
+    try:
+        return str(Path(file).relative_to(Path.cwd()))
+    except (ValueError, OSError):  # elsewhere, or the working directory is gone
+        return file

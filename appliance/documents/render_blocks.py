@@ -12,34 +12,33 @@ import re
 from appliance.documents.ocr_text import OCR_LABEL
 from appliance.documents.tree import TreeBuilder
 from appliance.ingest.document import Block, LoadedDocument
+from appliance.text.pipe_tables import is_table, tables
 
 _LIST_MARKER = re.compile(r"^(\s*)(?:[-*+•▪◦‣]|\d{1,4}[.)])\s+")
-_TABLE_RULE = re.compile(r"^\|(\s*:?-{3,}:?\s*\|)+$")
-
-
-def _cells(line: str) -> list[str]:
-    inner = line.strip()
-    inner = inner[1:] if inner.startswith("|") else inner
-    inner = inner[:-1] if inner.endswith("|") and not inner.endswith("\\|") else inner
-    return [cell.strip().replace("\\|", "|") for cell in re.split(r"(?<!\\)\|", inner)]
 
 
 def _table(tree: TreeBuilder, text: str) -> None:
-    """A pipe table (how every loader writes tables) as a real table; its first row is the header."""
-    lines = [line for line in text.split("\n") if line.strip()]
-    if not all(line.lstrip().startswith("|") for line in lines):
+    """A pipe table (how every loader writes tables) as a real table: its header row in `thead` as `th`."""
+    if not is_table(text):
         tree.element("pre", text)
         return
-    tree.open("table")
-    header = True
-    for line in lines:
-        if _TABLE_RULE.match(line.strip()):
-            continue
-        tree.open("tr")
-        for cell in _cells(line):
-            tree.element("th" if header else "td", cell)
+    for table in tables(text):
+        tree.open("table")
+        if table.header is not None:
+            tree.open("thead")
+            _row(tree, "th", table.header)
+            tree.close()
+        tree.open("tbody")
+        for row in table.rows:
+            _row(tree, "td", row.cells)
         tree.close()
-        header = False
+        tree.close()
+
+
+def _row(tree: TreeBuilder, tag: str, cells: tuple[str, ...]) -> None:
+    tree.open("tr")
+    for cell in cells:
+        tree.element(tag, cell)
     tree.close()
 
 

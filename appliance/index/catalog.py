@@ -20,6 +20,7 @@ import numpy as np
 
 from appliance.index.document_meta import read_meta, write_meta
 from appliance.index.filters import Filters
+from appliance.index.fulltext import FullText
 from appliance.index.migrations import apply_migrations
 from appliance.index.records import Chunk, ChunkRow, DocumentMeta
 
@@ -77,6 +78,7 @@ class Catalog:
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
         apply_migrations(self.conn)
+        self.fulltext = FullText(self.conn)
 
     def close(self) -> None:
         self.conn.close()
@@ -106,6 +108,16 @@ class Catalog:
 
     def sources(self) -> list[str]:
         return [row[0] for row in self.conn.execute("SELECT path FROM sources ORDER BY path")]
+
+    def relocate_source(self, old: str, new: str) -> int:
+        """The source folder `old` now lives at `new`: the source and its documents' files follow it in one
+        transaction (display paths unchanged). Returns how many documents moved."""
+        with self.transaction() as conn:
+            conn.execute("UPDATE sources SET path = ? WHERE path = ?", (new, old))
+            return conn.execute(
+                "UPDATE documents SET source = ?, abs_path = ? || substr(abs_path, ?) WHERE source = ?",
+                (new, new, len(old) + 1, old),
+            ).rowcount
 
     # --- documents ---------------------------------------------------------------------------
 
@@ -160,14 +172,7 @@ class Catalog:
 
     def knows_word(self, word: str) -> bool:
         """Whether any chunk holds this word (stemmed, as the word index reads it)."""
-        quoted = '"' + word.replace('"', '""') + '"'
-        try:
-            return (
-                self.conn.execute("SELECT 1 FROM chunks_fts WHERE chunks_fts MATCH ? LIMIT 1", (quoted,)).fetchone()
-                is not None
-            )
-        except sqlite3.OperationalError:
-            return False  # a word the tokenizer reduces to nothing
+        return self.fulltext.matches("words", '"' + word.replace('"', '""') + '"')
 
     def touch_document(self, path: str, mtime: float) -> None:
         """Same content, new mtime (e.g. `touch`): remember it so the next scan skips hashing."""

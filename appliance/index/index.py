@@ -17,6 +17,7 @@ import time
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 
@@ -27,6 +28,7 @@ from appliance.index import vector_sync, writes
 from appliance.index.catalog import Catalog, DocumentRow
 from appliance.index.ownership import LocalStore, local_store
 from appliance.index.records import DocumentMeta
+from appliance.index.snapshot import CatalogCopy, copy_database
 from appliance.index.vectors import VectorIndex
 from appliance.index.writes import EmbeddedDocument
 
@@ -304,6 +306,20 @@ class Index:
     def add_source(self, path: str) -> None:
         """Remember a folder or file (resolved) as a source that reindex scans."""
         self.catalog.add_source(path)
+
+    def relocate_source(self, old: str, new: str) -> int:
+        """A source folder moved from `old` to `new` under the same name (an upload folder restored into
+        another home): its documents keep their paths and citations. Returns how many documents moved."""
+        return self.catalog.relocate_source(old, new)
+
+    # --- a backup's snapshot (appliance.index.snapshot) ------------------------------------------
+
+    def snapshot(self, target: Path) -> CatalogCopy:
+        """Copy the catalog, as one committed state, to the new file `target` while readers and writers go
+        on (a backup holds the writer lock meanwhile, so its upload files match). The copy is then sealed
+        and its vectors exported on their own, without this index."""
+        copy_database(self.catalog.path, target)
+        return CatalogCopy(target)
 
     # --- a run's state -------------------------------------------------------------------------
 

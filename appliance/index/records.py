@@ -1,6 +1,8 @@
 """The chunk records every stage passes on, one base and what each stage adds to it.
 
-    ChunkRecord   which chunk, where it is (document path, title, section, page) and its text
+    Place         where a passage stands: its chunk, document path, section, page (and OCR confidence)
+    ├─ Citation   + the source number an answer cites it by, the document's id, the OCR note  (answer)
+    └─ ChunkRecord  + the document's title and the chunk's text
     ├─ Chunk      + the chunker's placement: order, header, character span, identifiers  (ingest)
     │  └─ ChunkRow  + what the catalog keeps beside it: rowid, document type             (index)
     ├─ Hit        + rank and score of a search                                            (retrieve)
@@ -18,14 +20,18 @@ from dataclasses import dataclass, field
 
 
 @dataclass(frozen=True, kw_only=True)
-class ChunkRecord:
+class Place:
     chunk_id: str
     path: str  # the document's display path, as citations show it: docs_corpus/SOP-CL-004….md
-    title: str  # the document's title ('' when it has none)
     section: str  # heading path inside the document, "Procedure › Restart" ('' before the first heading)
     page: int | None  # 1-based page of paged formats (PDF), else None
-    text: str
     ocr_confidence: float | None = None  # text recognised by OCR: its recognition confidence (0..1)
+
+
+@dataclass(frozen=True, kw_only=True)
+class ChunkRecord(Place):
+    title: str  # the document's title ('' when it has none)
+    text: str
 
 
 @dataclass(frozen=True, kw_only=True)

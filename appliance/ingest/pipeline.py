@@ -1,16 +1,18 @@
 """Ingest and reindex: scan sources, diff by content hash, load, chunk, embed, and hand the documents
 to the index, which writes its two stores in the crash-safe order (appliance.index.writes).
 
-A reindex that finds an earlier run's write interrupted, or Chroma holding another number of vectors
+`update_index` is the one reindex loop: files (`reindex`, `ingest`, an upload) and a BEIR corpus
+(appliance.evaluate.beir_index) all go through it, each as a `DocumentSource` (appliance.ingest.sources).
+A run that finds an earlier run's write interrupted, or Chroma holding another number of vectors
 than the catalog has chunks (say, a wiped Chroma server), reconciles first; a run that finishes clears
 the interrupted-write mark (Index.finish_run).
 """
 
 from __future__ import annotations
 
-import hashlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence, Sized
+from contextlib import closing
 from pathlib import Path
 from typing import Any
 
@@ -20,14 +22,15 @@ from appliance.index.catalog import DocumentRow
 from appliance.index.index import Index, Repair
 from appliance.index.lock import writer_lock
 from appliance.ingest.chunker import CHUNKER_VERSION, chunk_document
-from appliance.ingest.loaders import OcrLimits, PageReader, load_document
+from appliance.ingest.loaders import OcrLimits, PageReader
 from appliance.ingest.loaders.image_loader import SUFFIXES as IMAGE_SUFFIXES
-from appliance.ingest.scan import FoundFile, display_prefix, scan_source
+from appliance.ingest.scan import FoundFile, display_prefix
+from appliance.ingest.sources import DocumentSource, Entry, FolderSource
 from appliance.ingest.writer import BatchWriter, IngestReport, PreparedDocument
 from appliance.models.embedder_backends import embedding_model_id, resolve_backend
 from appliance.models.registry import configured_embedder_path, load_embedder, ocr_model_path
 
-Progress = Callable[[str, int, int], None]  # (display path, index, total)
+Progress = Callable[[str, int, int], None]  # (display path, index, total; 0 when a source cannot tell)
 
 
 def ingest(settings: Settings, paths: list[Path], progress: Progress | None = None) -> IngestReport:
@@ -42,7 +45,7 @@ def ingest(settings: Settings, paths: list[Path], progress: Progress | None = No
 
 def register_sources(settings: Settings, paths: list[Path]) -> None:
     """Remember these (resolved) folders or files as sources; refuse one whose display name another source has."""
-    with _open_index(settings) as index:
+    with closing(Index(settings)) as index:
         known = {Path(s).name: s for s in index.sources()}
         for path in paths:
             other = known.get(display_prefix(path))
@@ -64,31 +67,50 @@ def reindex(settings: Settings, progress: Progress | None = None, only: list[str
 def reindex_locked(settings: Settings, progress: Progress | None = None, only: list[str] | None = None) -> IngestReport:
     """`reindex` for a caller that holds the writer lock already (an upload writes its file and indexes it
     under one hold of the lock, so a backup never sees the one without the other)."""
+    with closing(Index(settings)) as index:
+        registered = index.sources()
+        roots = only if only is not None else registered
+        sources = [FolderSource(Path(root), settings.ingest) for root in roots]
+        return update_index(settings, index, sources, progress, complete=set(roots) >= set(registered))
+
+
+def update_index(
+    settings: Settings,
+    index: Index,
+    sources: Sequence[DocumentSource[Any]],
+    progress: Progress | None = None,
+    *,
+    complete: bool = True,
+) -> IngestReport:
+    """The reindex loop: bring `index` up to date with what `sources` hold now (new, changed and gone
+    documents), first repairing what an interrupted run or a wiped vector store left (Index.needs_reconcile).
+    `complete`: these are all the index's
+    sources, so the stored chunks are all made with this run's pipeline signature. The caller holds the
+    writer lock."""
     started = time.monotonic()
     report = IngestReport()
-    with _open_index(settings) as index:
-        if index.needs_reconcile():
-            report.repaired = _repair_json(index.reconcile())
-        embedder = load_embedder(settings)
-        writer = BatchWriter(index, embedder, report)
-        ocr = page_reader(settings)
-        signature = pipeline_signature(settings)
-        rechunk = index.stored_pipeline_signature() != signature
-        try:
-            for source in only if only is not None else index.sources():
-                _sync_source(settings, index, writer, Path(source), report, progress, ocr, rechunk=rechunk)
-            writer.flush()
-        finally:
-            writer.close()
-            report.ocr_pages, report.ocr_seconds = ocr.pages, ocr.seconds
-        index.finish_run()
-        if only is None or set(only) >= set(index.sources()):
-            index.record_pipeline_signature(signature)
-        index.record_reindex_time()
-        report.chunks_total = index.chunk_count()
-        handed = index.hand_over(settings.index.serve_wait_s)
-        report.vectors_applied_by, report.vectors_wait_s = handed.applied_by, handed.wait_s
-        report.vectors_pending = handed.pending
+    if index.needs_reconcile():
+        report.repaired = _repair_json(index.reconcile())
+    embedder = load_embedder(settings)
+    writer = BatchWriter(index, embedder, report)
+    ocr = page_reader(settings)
+    signature = pipeline_signature(settings)
+    rechunk = index.stored_pipeline_signature() != signature
+    try:
+        for source in sources:
+            _sync_source(settings, index, writer, source, report, progress, ocr, rechunk=rechunk)
+        writer.flush()
+    finally:
+        writer.close()
+        report.ocr_pages, report.ocr_seconds = ocr.pages, ocr.seconds
+    index.finish_run()
+    if complete:
+        index.record_pipeline_signature(signature)
+    index.record_reindex_time()
+    report.chunks_total = index.chunk_count()
+    handed = index.hand_over(settings.index.serve_wait_s)
+    report.vectors_applied_by, report.vectors_wait_s = handed.applied_by, handed.wait_s
+    report.vectors_pending = handed.pending
     report.seconds = time.monotonic() - started
     return report
 
@@ -129,17 +151,6 @@ def pipeline_signature(settings: Settings) -> str:
     )
 
 
-class _open_index:
-    def __init__(self, settings: Settings) -> None:
-        self.index = Index(settings)
-
-    def __enter__(self) -> Index:
-        return self.index
-
-    def __exit__(self, *exc: object) -> None:
-        self.index.close()
-
-
 def _repair_json(repair: Repair) -> dict[str, Any]:
     return {
         "vectors_added": repair.vectors_added,
@@ -152,24 +163,25 @@ def _sync_source(
     settings: Settings,
     index: Index,
     writer: BatchWriter,
-    source: Path,
+    source: DocumentSource[Entry],
     report: IngestReport,
     progress: Progress | None,
     ocr: PageReader,
     *,
     rechunk: bool = False,
 ) -> None:
-    if not source.exists():
-        # An unmounted share must not wipe the index: report it and keep what is indexed.
-        report.failed.append({"path": str(source), "error": "source folder is missing; its documents are kept"})
+    why = source.unavailable()
+    if why is not None:
+        report.failed.append({"path": source.root, "error": why})
         return
-    found = scan_source(source, follow_symlinks=settings.ingest.follow_symlinks)
-    existing = {doc.path: doc for doc in index.documents(source=str(source))}
+    found = source.scan()
+    total = len(found) if isinstance(found, Sized) else 0
+    existing = {doc.path: doc for doc in index.documents(source=source.root)}
     seen: set[str] = set()
     for position, item in enumerate(found):
         seen.add(item.display_path)
         if progress:
-            progress(item.display_path, position, len(found))
+            progress(item.display_path, position, total)
         pending = _prepare(
             settings,
             catalog_doc=existing.get(item.display_path),
@@ -193,8 +205,8 @@ def _prepare(
     settings: Settings,
     *,
     catalog_doc: DocumentRow | None,
-    item: FoundFile,
-    source: Path,
+    item: Entry,
+    source: DocumentSource[Entry],
     report: IngestReport,
     index: Index,
     writer: BatchWriter,
@@ -206,10 +218,11 @@ def _prepare(
         report.skipped.append({"path": item.display_path, "reason": item.skip})
         return None
     if item.error is not None:
-        _record_failure(index, item, source, item.error, report)
+        _record_failure(index, item, source.root, item.error, report)
         return None
     if (
-        not rechunk
+        source.trusts_stat
+        and not rechunk
         and catalog_doc is not None
         and catalog_doc.status != "failed"
         and catalog_doc.size == item.size
@@ -219,9 +232,9 @@ def _prepare(
         _count_unchanged(catalog_doc, item, report)
         return None
     try:
-        sha = _sha256_of(item.abs_path, settings.ingest.max_file_bytes)
+        sha = source.content_sha256(item)
     except OSError as exc:
-        _record_failure(index, item, source, f"cannot read file ({exc.strerror or exc})", report)
+        _record_failure(index, item, source.root, f"cannot read file ({exc.strerror or exc})", report)
         return None
     if (
         not rechunk
@@ -230,11 +243,12 @@ def _prepare(
         and catalog_doc.status != "failed"
         and not catalog_doc.error
     ):
-        index.touch_document(item.display_path, item.mtime)
+        if catalog_doc.mtime != item.mtime:
+            index.touch_document(item.display_path, item.mtime)
         _count_unchanged(catalog_doc, item, report)
         return None
     try:
-        loaded = load_document(item.abs_path, item.display_path, max_bytes=settings.ingest.max_file_bytes, ocr=ocr)
+        loaded = source.load(item, ocr)
         chunks = chunk_document(
             loaded,
             embedder.count_tokens,
@@ -247,13 +261,13 @@ def _prepare(
         report.skipped.append({"path": item.display_path, "reason": exc.reason})
         return None
     except DocumentError as exc:
-        _record_failure(index, item, source, exc.reason, report)
+        _record_failure(index, item, source.root, exc.reason, report)
         return None
     except RecursionError:
-        _record_failure(index, item, source, "document structure is nested too deeply", report)
+        _record_failure(index, item, source.root, "document structure is nested too deeply", report)
         return None
     report.warnings += [{"path": item.display_path, "warning": warning} for warning in loaded.warnings]
-    return PreparedDocument(item, str(source), sha, loaded.doc_type, loaded.title, chunks, catalog_doc, loaded.meta)
+    return PreparedDocument(item, source.root, sha, loaded.doc_type, loaded.title, chunks, catalog_doc, loaded.meta)
 
 
 def _count_unchanged(doc: DocumentRow, item: FoundFile, report: IngestReport) -> None:
@@ -263,13 +277,13 @@ def _count_unchanged(doc: DocumentRow, item: FoundFile, report: IngestReport) ->
         report.unchanged += 1
 
 
-def _record_failure(index: Index, item: FoundFile, source: Path, reason: str, report: IngestReport) -> None:
+def _record_failure(index: Index, item: FoundFile, source: str, reason: str, report: IngestReport) -> None:
     """A bad file is reported; an older good version of it stays searchable (Index.record_failure)."""
     report.failed.append({"path": item.display_path, "error": reason})
     index.record_failure(
         path=item.display_path,
         abs_path=str(item.abs_path),
-        source=str(source),
+        source=source,
         size=item.size,
         mtime=item.mtime,
         doc_type=failed_type(item.abs_path),
@@ -281,15 +295,3 @@ def failed_type(path: Path) -> str:
     """The type a failed file is listed under: its loader's type for images (one type, "image"), else its suffix."""
     suffix = path.suffix.lower()
     return "image" if suffix in IMAGE_SUFFIXES else suffix.lstrip(".") or "unknown"
-
-
-def _sha256_of(path: Path, max_bytes: int) -> str:
-    digest = hashlib.sha256()
-    read = 0
-    with path.open("rb") as handle:
-        while block := handle.read(1 << 20):
-            digest.update(block)
-            read += len(block)
-            if read > max_bytes:  # the loader will refuse it; do not hash gigabytes first
-                break
-    return digest.hexdigest()

@@ -1,0 +1,1 @@
+"""Reports for the SOP owners, read from the audit log: answer feedback and the gaps report."""

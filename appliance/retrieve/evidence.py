@@ -25,11 +25,11 @@ it decides (models/calibration.py).
 from __future__ import annotations
 
 import math
-import sqlite3
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from appliance.config import Settings
+from appliance.index.fulltext import FullText
 from appliance.models.calibration import evidence_calibrated
 from appliance.retrieve.unknown_terms import Lexicon, UnknownTerm, WordPieces, question_words
 from appliance.retrieve.vocabulary import CorpusVocabulary
@@ -74,7 +74,7 @@ class EvidenceSignals:
     @classmethod
     def collect(
         cls,
-        conn: sqlite3.Connection,
+        fulltext: FullText,
         query: str,
         found: Candidates,
         reranked: list[tuple[ChunkRow, float]] | None = None,
@@ -82,7 +82,7 @@ class EvidenceSignals:
         vocabulary: CorpusVocabulary | None = None,
         english: Lexicon | None = None,
     ) -> EvidenceSignals:
-        vocabulary = vocabulary or CorpusVocabulary(conn)
+        vocabulary = vocabulary or CorpusVocabulary(fulltext)
         words = question_words(query, vocabulary, word_pieces, english)
         terms = word_terms(query)
         counted = [t for t in terms if t not in words.noise]

@@ -120,8 +120,8 @@ class Searcher:
     @property
     def vocabulary(self) -> CorpusVocabulary:
         """The corpus's words, cached across searches until the index changes."""
-        if self._vocabulary is None or self._vocabulary.conn is not self.catalog.conn:
-            self._vocabulary = CorpusVocabulary(self.catalog.conn)
+        if self._vocabulary is None or self._vocabulary.fulltext is not self.catalog.fulltext:
+            self._vocabulary = CorpusVocabulary(self.catalog.fulltext)
         self._vocabulary.refresh()
         return self._vocabulary
 
@@ -144,7 +144,7 @@ class Searcher:
         if mode in ("lexical", "hybrid"):
             t = time.perf_counter()
             hits = lexical_search(
-                catalog.conn,
+                catalog.fulltext,
                 query,
                 n,
                 header_weight=settings.header_weight,
@@ -231,7 +231,7 @@ class Searcher:
             t = time.perf_counter()
             evidence = decide_evidence(
                 EvidenceSignals.collect(
-                    self.catalog.conn,
+                    self.catalog.fulltext,
                     searched,
                     self._complete_for_evidence(searched, mode, found, filters),
                     ranked if reranked else None,

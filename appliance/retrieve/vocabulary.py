@@ -11,10 +11,10 @@ swapped, replaced or added letter) away from a word the documents write verbatim
 from __future__ import annotations
 
 import re
-import sqlite3
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from appliance.index.fulltext import FullText
 from appliance.retrieve.fts_query import quote
 from appliance.text.edits import one_edit_variants
 
@@ -25,26 +25,18 @@ _COUNT_CAP = 40
 _CACHE_CAP = 200_000
 
 
-def occurs(conn: sqlite3.Connection, table: str, match: str, rowid: int | None = None) -> bool:
-    sql = f"SELECT 1 FROM {table} WHERE {table} MATCH ?" + (" AND rowid = ?" if rowid is not None else "") + " LIMIT 1"
-    args: tuple[Any, ...] = (match,) if rowid is None else (match, rowid)
-    try:
-        return conn.execute(sql, args).fetchone() is not None
-    except sqlite3.OperationalError:
-        return False  # a term the tokenizer reduces to nothing
-
-
 class CorpusVocabulary:
-    """Cached lookups over one catalog connection; `refresh()` drops the cache when the index changed."""
+    """Cached lookups over the catalog's FTS5 tables (`Catalog.fulltext`); `refresh()` drops the cache when the
+    index changed."""
 
-    def __init__(self, conn: sqlite3.Connection) -> None:
-        self.conn = conn
+    def __init__(self, fulltext: FullText) -> None:
+        self.fulltext = fulltext
         self._stamp: tuple[int, int] | None = None
         self._cache: dict[tuple[str, str], Any] = {}
 
     def refresh(self) -> None:
         """Forget every answer if the index changed since (a reindex here or in another process)."""
-        stamp = (self.conn.total_changes, int(self.conn.execute("PRAGMA data_version").fetchone()[0]))
+        stamp = self.fulltext.version()
         if stamp != self._stamp:
             self._cache.clear()
             self._stamp = stamp
@@ -59,15 +51,15 @@ class CorpusVocabulary:
 
     def has_word(self, word: str) -> bool:
         """Some chunk holds the word (stemmed as the index stems it)."""
-        return bool(self._cached("word", word, lambda: occurs(self.conn, "chunks_fts", quote(word))))
+        return bool(self._cached("word", word, lambda: self.fulltext.matches("words", quote(word))))
 
     def has_identifier(self, term: str) -> bool:
-        return bool(self._cached("ident", term, lambda: occurs(self.conn, "chunks_ident", quote(term))))
+        return bool(self._cached("ident", term, lambda: self.fulltext.matches("identifiers", quote(term))))
 
     def has_identifier_prefix(self, prefix: str) -> bool:
         """Some identifier of the documents starts with `prefix` (sev for sev1)."""
         return bool(
-            self._cached("ident-prefix", prefix, lambda: occurs(self.conn, "chunks_ident", quote(prefix) + "*"))
+            self._cached("ident-prefix", prefix, lambda: self.fulltext.matches("identifiers", quote(prefix) + "*"))
         )
 
     def knows(self, term: str) -> bool:
@@ -76,7 +68,7 @@ class CorpusVocabulary:
         if self.has_word(term) or self.has_identifier(term):
             return True
         return len(term) >= 4 and bool(
-            self._cached("prefix", term, lambda: occurs(self.conn, "chunks_fts", quote(term) + "*"))
+            self._cached("prefix", term, lambda: self.fulltext.matches("words", quote(term) + "*"))
         )
 
     def knows_any(self, terms: Sequence[str]) -> bool:
@@ -90,30 +82,23 @@ class CorpusVocabulary:
             words = " OR ".join(quote(t) for t in lowered)
             prefixes = " OR ".join(quote(t) + "*" for t in lowered if len(t) >= 4)
             return (
-                occurs(self.conn, "chunks_fts", words)
-                or occurs(self.conn, "chunks_ident", words)
-                or (bool(prefixes) and occurs(self.conn, "chunks_fts", prefixes))
+                self.fulltext.matches("words", words)
+                or self.fulltext.matches("identifiers", words)
+                or (bool(prefixes) and self.fulltext.matches("words", prefixes))
             )
 
         return bool(self._cached("any", "\n".join(lowered), any_known))
 
     def in_passage(self, word: str, rowid: int) -> bool:
-        return occurs(self.conn, "chunks_fts", quote(word), rowid)
+        return self.fulltext.matches("words", quote(word), rowid)
 
     def verbatim_count(self, word: str) -> int:
         """How many chunks (of the first few FTS5 finds) write the word exactly, not only its stem."""
 
         def count() -> int:
             pattern = re.compile(rf"(?<![^\W_]){re.escape(word)}(?![^\W_])", re.IGNORECASE)
-            try:
-                rows = self.conn.execute(
-                    "SELECT c.text FROM chunks_fts f JOIN chunks c ON c.rowid = f.rowid "
-                    "WHERE chunks_fts MATCH ? LIMIT ?",
-                    (quote(word), _COUNT_CAP),
-                ).fetchall()
-            except sqlite3.OperationalError:
-                return 0
-            return sum(1 for (text,) in rows if pattern.search(text))
+            texts = self.fulltext.texts_matching(quote(word), _COUNT_CAP)
+            return sum(1 for text in texts if pattern.search(text))
 
         return int(self._cached("verbatim", word, count))
 

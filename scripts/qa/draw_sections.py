@@ -12,7 +12,12 @@ The groups are the leave-one-corpus-out folds of scripts/fit_choice.py: docs_cor
 gitlab, and incident-response + prometheus-operator. Sections that are gold answers of procedures.jsonl
 are never drawn (that set stays an evaluation set).
 
+A second draw (--procedures) takes only sections that hold a procedure by their layout (at least three
+numbered steps, or at least half of their items steps, commands, warnings or hold points: text/layout.py), so
+that the set holds as many procedure questions, whole jobs and single parts, as an SOP appliance is asked.
+
 Usage: python scripts/qa/draw_sections.py --seed 40 --writers 3 --per-group 14 OUTDIR
+       python scripts/qa/draw_sections.py --procedures --seed 41 --writers 2 --per-group 10 --first-writer 4 OUTDIR
 Writes OUTDIR/writer-N.md (one packet per drawn section) and OUTDIR/draw.jsonl (what was drawn).
 """
 
@@ -30,6 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 import appliance  # noqa: F401  (offline environment first)
 from appliance.ingest.document import LoadedDocument
 from appliance.ingest.loaders import load_document
+from appliance.text.layout import layout_items
 from scripts.qa.procedure_outlines import DOCS_CORPUS, RUNBOOKS, SEPARATOR, display_path, heading_paths, section_text
 
 QA = Path(__file__).resolve().parent
@@ -75,13 +81,26 @@ def excluded_pairs() -> set[tuple[str, str]]:
     return pairs
 
 
-def candidate_sections(doc: LoadedDocument, min_words: int, excluded: set[tuple[str, str]]) -> list[tuple[int, str]]:
+ACTIONABLE = ("step", "code", "warning", "caution", "hold")
+
+
+def holds_a_procedure(text: str) -> bool:
+    """At least three numbered steps, or at least half of its items an operator acts on (text/layout.py)."""
+    items = layout_items(text)
+    numbered = sum(1 for item in items if item.numbered)
+    acting = sum(1 for item in items if item.kind in ACTIONABLE)
+    return numbered >= 3 or (len(items) >= 3 and acting >= 0.5 * len(items))
+
+
+def candidate_sections(
+    doc: LoadedDocument, min_words: int, excluded: set[tuple[str, str]], procedures: bool = False
+) -> list[tuple[int, str]]:
     found = []
     for level, heading in heading_paths(doc):
         if (doc.path, heading) in excluded:
             continue
         text = section_text(doc, heading) or ""
-        if len(text.split()) >= min_words:
+        if len(text.split()) >= min_words and (not procedures or holds_a_procedure(text)):
             found.append((level, heading))
     return found
 
@@ -93,7 +112,9 @@ def _load(path: Path) -> LoadedDocument | None:
         return None
 
 
-def draw(seed: int, writers: int, per_group: int, min_words: int) -> list[dict[str, object]]:
+def draw(
+    seed: int, writers: int, per_group: int, min_words: int, procedures: bool = False, first_writer: int = 1
+) -> list[dict[str, object]]:
     rng = random.Random(seed)
     excluded = excluded_pairs()
     drawn: list[dict[str, object]] = []
@@ -111,7 +132,9 @@ def draw(seed: int, writers: int, per_group: int, min_words: int) -> list[dict[s
                 doc = _load(path)
                 if doc is None:
                     continue
-                sections = [s for s in candidate_sections(doc, min_words, excluded) if (doc.path, s[1]) not in taken]
+                sections = [
+                    s for s in candidate_sections(doc, min_words, excluded, procedures) if (doc.path, s[1]) not in taken
+                ]
                 if not sections:
                     continue
                 level, heading = rng.choice(sections)
@@ -127,7 +150,7 @@ def draw(seed: int, writers: int, per_group: int, min_words: int) -> list[dict[s
                     }
                 )
     for position, entry in enumerate(drawn):
-        entry["writer"] = position % writers + 1
+        entry["writer"] = position % writers + first_writer
     return drawn
 
 
@@ -187,13 +210,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--writers", type=int, default=3)
     parser.add_argument("--per-group", type=int, default=14)
     parser.add_argument("--min-words", type=int, default=40)
+    parser.add_argument("--procedures", action="store_true", help="Only sections that hold a procedure.")
+    parser.add_argument("--first-writer", type=int, default=1, help="The number of the first writer's packets.")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
-    drawn = draw(args.seed, args.writers, args.per_group, args.min_words)
-    with (args.out / "draw.jsonl").open("w", encoding="utf-8") as handle:
+    drawn = draw(args.seed, args.writers, args.per_group, args.min_words, args.procedures, args.first_writer)
+    name = "draw-procedures.jsonl" if args.procedures else "draw.jsonl"
+    with (args.out / name).open("w", encoding="utf-8") as handle:
         for entry in drawn:
             handle.write(json.dumps(entry, ensure_ascii=False) + "\n")
-    for writer in range(1, args.writers + 1):
+    for writer in range(args.first_writer, args.first_writer + args.writers):
         mine = [entry for entry in drawn if entry["writer"] == writer]
         text = "\n".join(packet(f"w{writer}-{n:03d}", entry) for n, entry in enumerate(mine, start=1))
         (args.out / f"writer-{writer}.md").write_text(text, encoding="utf-8")

@@ -23,10 +23,12 @@ import numpy as np
 
 from appliance.answer.evidence_sentences import lexical_scores
 from appliance.answer.generated.abstention import other_subject_reason, stated_values
-from appliance.answer.quoted.choice import Choice, Scored
+from appliance.answer.question import Question
+from appliance.answer.quoted.choice import Choice, Ranked, overlaps
 from appliance.answer.quoted.sections import Item, Section, document_sections, is_within
 from appliance.index.records import ChunkRow
 from appliance.text.identifiers import identifier_in, is_strong_identifier
+from appliance.text.pipe_tables import is_rule
 from appliance.text.quantities import unit_of
 from appliance.text.questions import QuestionKind, asked_quantity, counted_noun, counts
 from appliance.text.sentences import split_sentences
@@ -64,7 +66,8 @@ class Quoted:
     sections: list[Section]
     steps: list[Step]
     refusal_reason: str | None = None
-    alternatives: list[Scored] = field(default_factory=list)
+    alternatives: list[Ranked] = field(default_factory=list)
+    choice: Choice | None = None
 
     @property
     def words(self) -> int:
@@ -84,39 +87,30 @@ class Quoted:
 
 
 def quote_answer(
-    question: str,
-    kind: QuestionKind,
+    question: Question,
     choice: Choice,
     hits: Sequence[tuple[ChunkRow, float]],
     *,
     chunks_of: Callable[[Sequence[str]], Mapping[str, Sequence[ChunkRow]]],
     embed_texts: EmbedTexts,
-    question_vector: np.ndarray,
     max_words: int,
     excerpt_words: int,
 ) -> Quoted:
     """The quoted answer to `question` from the chosen section (see the module docstring)."""
     matched = {chunk.chunk_id for chunk, _ in hits}
-    alternatives = choice.alternatives(6)
-    if kind == "procedure":
-        sections = choice.response(question)
-        steps = [
-            step for n, section in enumerate(sections, start=1) for step in _trimmed(section, matched, max_words, n)
-        ]
-        quoted = Quoted("procedure", sections, steps, alternatives=alternatives)
+    if question.kind == "procedure":
+        steps = _trimmed(choice.section, matched, max_words, 1)
+        quoted = Quoted("procedure", [choice.section], steps)
     else:
-        quoted = _excerpt(question, kind, choice, hits, chunks_of, embed_texts, question_vector, excerpt_words)
-        quoted.alternatives = alternatives
-    quoted.alternatives = [a for a in quoted.alternatives if not _overlaps(a.section, quoted.sections)][:3]
-    quoted.refusal_reason = _refusal(question, kind, quoted, hits)
+        quoted = _excerpt(
+            question.searched, question.kind, choice, hits, chunks_of, embed_texts, question.vector, excerpt_words
+        )
+    quoted.choice = choice
+    # The likeliest sections outside what is shown, the close call (if any) first: the page names them.
+    others = [a for a in choice.alternatives(6) if not any(overlaps(a.section, s) for s in quoted.sections)]
+    quoted.alternatives = others[:3]
+    quoted.refusal_reason = _refusal(question.searched, question.kind, quoted, hits)
     return quoted
-
-
-def _overlaps(section: Section, shown: Sequence[Section]) -> bool:
-    return any(
-        s.path == section.path and (is_within(s.heading, section.heading) or is_within(section.heading, s.heading))
-        for s in shown
-    )
 
 
 # --- a procedure, whole or trimmed -----------------------------------------------------------------
@@ -206,7 +200,7 @@ class _Line:
     kind: str
     chunk: ChunkRow
     section: Section
-    position: int  # order within its section's items, then within the item
+    position: tuple[int, int]  # its item's place in the section, then its place inside the item (a table's row)
 
 
 def _excerpt(
@@ -314,14 +308,16 @@ def _lines(section: Section) -> list[_Line]:
             continue
         if item.kind == "table":
             rows = item.text.split("\n")
-            header = rows[:2] if len(rows) > 2 and set(rows[1].replace("|", "").strip()) <= set("-: ") else rows[:1]
-            for row in rows[len(header) :]:
-                lines.append(_Line("\n".join([*header, row]), "table", item.chunk, section, position))
+            # The header is the rows above the rule; a table without a rule (a chunk that starts inside it) has none.
+            header = rows[:2] if len(rows) > 2 and is_rule(rows[1]) else []
+            for number, row in enumerate(rows[len(header) :]):
+                lines.append(_Line("\n".join([*header, row]), "table", item.chunk, section, (position, number)))
         elif item.kind in ("text", "note") and len(item.text.split()) > 40:
-            for segment in split_sentences(item.text):
-                lines.append(_Line(item.text[segment.start : segment.end], item.kind, item.chunk, section, position))
+            for number, segment in enumerate(split_sentences(item.text)):
+                text = item.text[segment.start : segment.end]
+                lines.append(_Line(text, item.kind, item.chunk, section, (position, number)))
         else:
-            lines.append(_Line(item.text, item.kind, item.chunk, section, position))
+            lines.append(_Line(item.text, item.kind, item.chunk, section, (position, 0)))
     return lines
 
 

@@ -24,7 +24,7 @@ from appliance.text.tokens import CANDIDATE
 DOCUMENTS = 5  # the best documents by hit mass whose sections are candidates
 REFERENCED_DOCUMENTS = 2  # documents named by the hits that join them
 # "SOP-CL-004 section 6.2", "SOP-CL-004, §6", "see section 4.3 of SOP-…": the section number after a name.
-_SECTION_NUMBER = re.compile(r"(?:section|sect\.|sec\.|§|step)\s*(\d{1,2}(?:\.\d{1,2}){0,3})", re.IGNORECASE)
+_SECTION_NUMBER = re.compile(r"(?:section|sect\.|sec\.|§)\s*(\d{1,2}(?:\.\d{1,2}){0,3})", re.IGNORECASE)
 MAX_NAMES = 24  # names looked up per question
 _NEAR = 60  # characters after a document's name in which its section number is read
 
@@ -37,7 +37,7 @@ class Candidate:
     hits: tuple[tuple[ChunkRow, float, int], ...]  # the hits inside: chunk, fused score, rank (1 = best)
     document_rank: int  # 1 = the document holding most of the hit mass; 0 = reached only by a reference
     document_mass: float  # its document's positive hit mass against the best document's (0..1)
-    referenced: float  # 1: a hit of another document names this section; 0.5: names its document only
+    referenced: float  # 1: a hit of another document names this section; 0.5: names its document
     refers_out: float  # 1: the section names another indexed document (it points elsewhere)
 
 
@@ -121,9 +121,7 @@ def _referenced(section: Section, numbers: set[str] | None) -> float:
     if numbers is None:
         return 0.0
     own = section.name.split(" ", 1)[0].rstrip(".")
-    if numbers and own in numbers:
-        return 1.0
-    return 0.5 if not section.heading else 0.0
+    return 1.0 if numbers and own in numbers else 0.5
 
 
 def _document_names(by_document: Mapping[str, Sequence[ChunkRow]]) -> dict[str, str]:

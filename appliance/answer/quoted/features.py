@@ -16,7 +16,10 @@ Families of signals:
 - pointers: another hit names this document or section ("see SOP-CL-004 section 6"), or this one points to
   another document;
 - the question: how strongly it asks for a procedure, and for the whole job rather than one part
-  (question.py's fitted reading), each crossed with the structure it favours.
+  (question.py's fitted reading), each crossed with the structure it favours;
+- the heading's own words, by a vocabulary the fit keeps (the words of many training candidates' headings:
+  Purpose, Procedure, Mitigation… in whatever documents the training set holds), each weighed by the fit for a
+  procedure and for a fact: learned from which sections answered, never a list written by hand.
 The names are the model file's contract: a model fitted with other names is refused (ranker.py).
 """
 
@@ -25,10 +28,10 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
+from appliance.answer.question import Question
 from appliance.answer.quoted.candidates import Candidate
 from appliance.answer.quoted.sections import Section, heading_parts
 from appliance.text.stems import stem
@@ -70,57 +73,67 @@ BASE_FEATURES = (
     "children",
     "is_leaf",
     "fragment",
+    "hit_children",
+    "best_child_lex",
 )
-# The structure each reading of the question favours: its features crossed with how strongly it is read so.
+# Each base feature counts differently for a procedure and for a fact (a procedure asked is almost never a
+# Purpose; a fact often is): every base feature crossed with P(procedure) and with 1 - P(procedure), and the
+# structure a whole job asked for favours crossed with P(whole job).
+WHOLE_CROSSED = ("children", "is_leaf", "log_words", "depth", "steps")
 QUESTION_FEATURES = (
-    "proc_x_steps",
-    "proc_x_step_share",
-    "fact_x_step_share",
-    "whole_x_children",
-    "whole_x_leaf",
-    "whole_x_log_words",
-    "part_x_depth",
+    *(f"proc_x_{name}" for name in BASE_FEATURES),
+    *(f"whole_x_{name}" for name in WHOLE_CROSSED),
 )
-FEATURES = BASE_FEATURES + QUESTION_FEATURES
+FEATURES = tuple(f"fact_x_{name}" for name in BASE_FEATURES) + QUESTION_FEATURES
+_COLUMN = {name: i for i, name in enumerate(BASE_FEATURES)}
 COSINES = ("label_cos", "name_cos", "body_max_cos", "body_mean_cos", "body_first_cos")
 _COLUMN = {name: i for i, name in enumerate(BASE_FEATURES)}
 
 
-@dataclass(frozen=True)
-class QuestionView:
-    """What the features read of the question (question.py makes it)."""
-
-    text: str
-    vector: np.ndarray
-    procedure: float  # how strongly it asks for a procedure (0..1)
-    whole: float  # for a procedure, how strongly it asks for the whole job rather than one part (0..1)
-
-
 def candidate_features(
-    question: QuestionView,
+    question: Question,
     candidates: Sequence[Candidate],
     embed_texts: EmbedTexts,
     chunk_vectors: Mapping[str, np.ndarray],
+    vocabulary: Sequence[str] = (),
 ) -> np.ndarray:
-    """One row per candidate, one column per name of FEATURES."""
-    base = base_features(question.text, question.vector, candidates, embed_texts, chunk_vectors)
-    return with_question(base, question.procedure, question.whole)
+    """One row per candidate, one column per name of model_features(vocabulary)."""
+    base = base_features(question.searched, question.vector, candidates, embed_texts, chunk_vectors)
+    names = [c.section.name if c.section.heading else "" for c in candidates]
+    return with_question(base, question.procedure, question.whole, names, vocabulary)
 
 
-def with_question(base: np.ndarray, procedure: float, whole: float) -> np.ndarray:
-    """The base features and their crossings with the question's reading (QUESTION_FEATURES, in order)."""
-    column = {name: base[:, i] for name, i in _COLUMN.items()}
-    whole = whole * procedure
-    crossed = [
-        procedure * column["steps"],
-        procedure * column["step_share"],
-        (1.0 - procedure) * column["step_share"],
-        whole * column["children"],
-        whole * column["is_leaf"],
-        whole * column["log_words"],
-        (procedure - whole) * column["depth"],
-    ]
-    return np.concatenate([base, np.stack(crossed, axis=1)], axis=1).astype(np.float32)
+def model_features(vocabulary: Sequence[str] = ()) -> tuple[str, ...]:
+    """The model's columns: FEATURES, then each heading word of the fitted vocabulary for a fact and a procedure."""
+    return (
+        *FEATURES,
+        *(f"fact_x_heading:{word}" for word in vocabulary),
+        *(f"proc_x_heading:{word}" for word in vocabulary),
+    )
+
+
+def heading_words(name: str) -> set[str]:
+    """A heading's own words, stemmed, without its number: what the fitted heading vocabulary is matched on."""
+    return {stem(w) for w in _TOKEN.findall(_NUMBER.sub("", name, count=1).lower()) if w not in STOPWORDS}
+
+
+def with_question(
+    base: np.ndarray,
+    procedure: float,
+    whole: float,
+    headings: Sequence[str] = (),
+    vocabulary: Sequence[str] = (),
+) -> np.ndarray:
+    """The model's columns (model_features(vocabulary), in order) from the base features, the question's
+    reading and the candidates' own headings (`headings`: '' for a whole document)."""
+    whole_job = whole * procedure
+    crossed = [base * (1.0 - procedure), base * procedure]
+    crossed.append(np.stack([whole_job * base[:, _COLUMN[name]] for name in WHOLE_CROSSED], axis=1))
+    if vocabulary:
+        words = [heading_words(h) for h in headings]
+        has = np.asarray([[1.0 if w in own else 0.0 for w in vocabulary] for own in words]).reshape(len(base), -1)
+        crossed += [has * (1.0 - procedure), has * procedure]
+    return np.concatenate(crossed, axis=1).astype(np.float32)
 
 
 def question_stems(text: str) -> list[str]:
@@ -157,6 +170,19 @@ def base_features(
     total_idf = sum(idf.values()) or 1.0
     document_hit_mass = _document_hit_mass(candidates)
     children_of = _children_counts(sections)
+    lex_body = [_coverage(stems, idf, counts) / total_idf for counts in body_stems]
+    position = {(s.path, s.heading): i for i, s in enumerate(sections)}
+    parent_of = {
+        i: position.get((s.path, " › ".join(heading_parts(s.heading)[:-1])))
+        for i, s in enumerate(sections)
+        if s.heading
+    }
+    child_lex: dict[int, float] = {}
+    children_hit: dict[int, int] = {}
+    for child, parent in parent_of.items():
+        if parent is not None:
+            child_lex[parent] = max(child_lex.get(parent, 0.0), lex_body[child])
+            children_hit[parent] = children_hit.get(parent, 0) + (1 if candidates[child].hits else 0)
     rows = []
     for index, candidate in enumerate(candidates):
         section = candidate.section
@@ -176,7 +202,7 @@ def base_features(
             "body_first_cos": float(body[0]),
             "lex_name": _coverage(stems, idf, _stem_counts(heading_name(section) or section.title)) / total_idf,
             "lex_label": _coverage(stems, idf, _stem_counts(section.label)) / total_idf,
-            "lex_body": _coverage(stems, idf, body_stems[index]) / total_idf,
+            "lex_body": lex_body[index],
             "bm25_body": bm25[index] / best_bm25,
             "hit_rr": 1.0 / min((rank for _, _, rank in candidate.hits), default=math.inf),
             "hit_count": math.log1p(len(candidate.hits)),
@@ -193,6 +219,10 @@ def base_features(
             "children": math.log1p(children),
             "is_leaf": 1.0 if children == 0 else 0.0,
             "fragment": 1.0 if words < FRAGMENT_WORDS else 0.0,
+            # how the question spreads over its parts: a part holding all of what the parent holds of the
+            # question stands for it; hits in several parts speak for the whole
+            "hit_children": math.log1p(children_hit.get(index, 0)),
+            "best_child_lex": child_lex[index] / lex_body[index] if index in child_lex and lex_body[index] > 0 else 0.0,
         }
         rows.append([features[name] for name in BASE_FEATURES])
     return _within_question(np.asarray(rows, dtype=np.float32))

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
-from appliance.answer.quoted.features import FEATURES
+from appliance.answer.quoted.features import model_features
 from appliance.errors import ApplianceError
 
 FITTED = Path(__file__).resolve().parent.parent / "fitted"
@@ -30,6 +30,9 @@ class SectionRanker:
     weights: np.ndarray
     embedder: str  # the embedder whose vectors the training features came from
     source: str
+    vocabulary: tuple[str, ...] = ()  # the heading words the model weighs (features.model_features)
+    close_ratio: float = 0.5  # a rival this likely against the choice makes it a close call
+    certain_probability: float = 1.0  # the region probability from which a choice without rival is "certain"
 
     def scores(self, features: np.ndarray) -> np.ndarray:
         return ((features - self.mean) / self.scale) @ self.weights
@@ -47,7 +50,8 @@ def load_ranker(path: Path = DEFAULT_MODEL) -> SectionRanker:
         data = json.loads(path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise ApplianceError(f"section ranker {path}: cannot be read ({exc})") from exc
-    if tuple(data.get("features", ())) != FEATURES:
+    vocabulary = tuple(data.get("vocabulary", ()))
+    if tuple(data.get("features", ())) != model_features(vocabulary):
         raise ApplianceError(
             f"section ranker {path}: fitted on other features than this version computes; "
             "run scripts/choice_features.py and scripts/fit_choice.py --write"
@@ -59,6 +63,9 @@ def load_ranker(path: Path = DEFAULT_MODEL) -> SectionRanker:
         weights=np.asarray(data["weights"], dtype=np.float64),
         embedder=str(data.get("embedder", "")),
         source=str(path),
+        vocabulary=vocabulary,
+        close_ratio=float(data.get("close_ratio", 0.5)),
+        certain_probability=float(data.get("certain_probability", 1.0)),
     )
 
 

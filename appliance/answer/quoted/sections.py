@@ -180,7 +180,10 @@ def _item(text: str, laid: TextItem, chunk: ChunkRow) -> Item:
 
 def _continues(last: Item, item: Item, joins: bool) -> bool:
     """Whether `item` is the rest of `last`: the same block cut between two chunks, or a paragraph of a
-    PDF that a page break split (it starts in lower case after a line that ends no sentence)."""
+    PDF that a page break split (it starts in lower case after a line that ends no sentence), or the rows of a
+    table cut between two chunks."""
+    if joins and last.kind == item.kind == "table":
+        return True
     if last.kind in ("heading", "table", "code") or item.kind in ("heading", "table", "code"):
         return False
     if list_marker(item.text) is not None:

@@ -43,6 +43,7 @@
     alternatives: $("alternatives"),
     alternativesList: $("alternatives-list"),
     badge: $("badge"),
+    alsoMatches: $("also-matches"),
     unsupported: $("unsupported"),
     unsupportedList: $("unsupported-list"),
     removed: $("removed"),
@@ -188,6 +189,8 @@
     ui.stepsKind.textContent = "";
     show(ui.alternatives, false);
     clear(ui.alternativesList);
+    show(ui.alsoMatches, false);
+    clear(ui.alsoMatches);
     show(ui.cited, false);
     clear(ui.citedList);
     show(ui.timings, false);
@@ -301,9 +304,12 @@
 
   // ---- evidence -----------------------------------------------------------------------------
 
-  /* Passage text with its matching sentences in <mark>. The server's offsets count code points
-   * (Python); JS strings count UTF-16 units, so slice an array of code points, and fall back to
-   * searching for the sentence when the offsets do not match its text. */
+  const Tables = window.ApplianceTables; // tables.js (loaded first): pipe tables as real tables
+
+
+  /* Passage text with its matching sentences in <mark>, its tables as tables (a matching row marked).
+   * The server's offsets count code points (Python); JS strings count UTF-16 units, so slice an array
+   * of code points, and fall back to searching for the sentence when the offsets do not match its text. */
   function highlightedPassage(item) {
     const text = typeof item.text === "string" ? item.text : "";
     const points = Array.from(text);
@@ -323,27 +329,62 @@
     });
     spans.sort((a, b) => a.start - b.start);
 
-    const block = el("div", "passage");
-    let pos = 0;
+    const units = [0]; // code point → UTF-16 offset
+    points.forEach((p) => units.push(units[units.length - 1] + p.length));
+    const marks = [];
     spans.forEach((span) => {
-      if (span.start < pos) return; // overlapping: keep the earlier one
-      if (span.start > pos) appendText(block, points.slice(pos, span.start).join(""));
-      const mark = el("mark");
-      appendText(mark, points.slice(span.start, span.end).join(""));
-      if (typeof span.score === "number") mark.title = "Matches the question (" + span.score.toFixed(2) + ")";
-      block.appendChild(mark);
-      pos = span.end;
+      const last = marks[marks.length - 1];
+      if (last && units[span.start] < last.end) return; // overlapping: keep the earlier one
+      marks.push({ start: units[span.start], end: units[span.end], score: span.score });
     });
-    if (pos < points.length) appendText(block, points.slice(pos).join(""));
+
+    const block = el("div", "passage");
+    const parts = Tables.blocks(text);
+    parts.forEach((part, i) => {
+      if (part.table) {
+        const matches = (row) => marks.some((m) => m.start < row.end && m.end > row.start);
+        Tables.parse(text, part.start, part.end).forEach((table) => block.appendChild(Tables.build(table, appendText, matches)));
+        return;
+      }
+      const before = parts[i + 1] && parts[i + 1].table && text[part.end - 1] === "\n" ? 1 : 0; // the table is a block
+      appendMarked(block, text, part.start, part.end - before, marks);
+    });
     return block;
   }
 
-  function bestSentence(item) {
+  function appendMarked(block, text, start, end, marks) {
+    let pos = start;
+    marks.forEach((m) => {
+      const from = Math.max(m.start, pos);
+      const to = Math.min(m.end, end);
+      if (to <= from) return;
+      if (from > pos) appendText(block, text.slice(pos, from));
+      const mark = el("mark");
+      appendText(mark, text.slice(from, to));
+      if (typeof m.score === "number") mark.title = "Matches the question (" + m.score.toFixed(2) + ")";
+      block.appendChild(mark);
+      pos = to;
+    });
+    if (pos < end) appendText(block, text.slice(pos, end));
+  }
+
+  /* The passage's best sentence, shortened; a table row as a table of that row under its header. */
+  function preview(item) {
     const list = Array.isArray(item.sentences) ? item.sentences.slice() : [];
     list.sort((a, b) => (b.score || 0) - (a.score || 0));
-    const text = list.length && typeof list[0].text === "string" ? list[0].text : String(item.text || "");
-    const flat = text.replace(/\s+/g, " ").trim();
-    return flat.length > 200 ? flat.slice(0, 197) + "…" : flat;
+    const passage = String(item.text || "");
+    const text = list.length && typeof list[0].text === "string" ? list[0].text : passage;
+    const node = el("span", "src-preview");
+    const at = Tables.isTable(text) && list.length ? passage.indexOf(text) : -1;
+    const row = at >= 0 ? Tables.rowAt(passage, at) : null;
+    if (row) {
+      const table = Tables.build(row, appendText);
+      table.removeAttribute("tabindex"); // inside the summary, which takes the focus itself
+      node.appendChild(table);
+    } else {
+      node.textContent = Tables.oneLine(text, 200); // never cut inside a table row
+    }
+    return node;
   }
 
   function metaRow(dl, term, value) {
@@ -376,7 +417,7 @@
       head.appendChild(el("span", "src-section", where));
       const location = (item.path || "") + (Number.isInteger(item.page) ? " · page " + item.page : "");
       head.appendChild(el("span", "src-path", location));
-      head.appendChild(el("span", "src-preview", bestSentence(item)));
+      head.appendChild(preview(item));
       summary.appendChild(head);
       details.appendChild(summary);
 
@@ -471,8 +512,7 @@
     earlier.forEach((t) => {
       const li = el("li", "turn");
       li.appendChild(el("p", "turn-q", t.question));
-      const flat = String(t.answer || "").replace(/\s+/g, " ").trim();
-      li.appendChild(el("p", "turn-a" + (t.refused ? " refused" : ""), flat.length > 240 ? flat.slice(0, 237) + "…" : flat));
+      li.appendChild(el("p", "turn-a" + (t.refused ? " refused" : ""), Tables.oneLine(t.answer, 240)));
       ui.threadList.appendChild(li);
     });
     show(ui.thread, earlier.length > 0);
@@ -687,7 +727,7 @@
    * nodes only; each heading cites its section and opens the document there; parts left out are said. */
   function renderSteps(kind, steps) {
     clear(ui.stepsList);
-    const list = Array.isArray(steps) ? steps : [];
+    const list = Tables.joinSteps(steps); // the rows an excerpt picks from one table, as one table
     ui.stepsKind.textContent = STEPS_KIND[kind] || "From the documents, in their own words:";
     list.forEach((step) => {
       if (!step || typeof step !== "object") return;
@@ -720,8 +760,10 @@
           "Open the document"
         );
         if (opener) li.appendChild(opener);
-      } else if (stepKind === "table" || stepKind === "code") {
-        appendText(li, String(step.text || "")); // rows and lines as the document has them
+      } else if (stepKind === "table") {
+        li.appendChild(Tables.render(step.text, appendInline));
+      } else if (stepKind === "code") {
+        appendText(li, String(step.text || "")); // lines as the document has them
       } else {
         // A step's words as written; the source's line breaks are only where its page wrapped them.
         appendInline(li, String(step.text || "").replace(/[ \t]*\n[ \t]*/g, " "));
@@ -729,6 +771,21 @@
       ui.stepsList.appendChild(li);
     });
     show(ui.steps, list.length > 0);
+  }
+
+  // A close call is said on the first screen, above the steps: the other section nearly as likely, to open.
+  function renderAlsoMatches(result) {
+    clear(ui.alsoMatches);
+    const rival = Array.isArray(result.alternatives) ? result.alternatives[0] : null;
+    if (result.confidence !== "close" || !rival || typeof rival !== "object") {
+      show(ui.alsoMatches, false);
+      return;
+    }
+    const name = String(rival.section || rival.title || rival.path || "").split(" › ").pop();
+    ui.alsoMatches.appendChild(el("span", null, "Also matches: " + name + " (" + String(rival.path || "") + ")"));
+    const opener = openButton(rival, rival.chunk_id, "Open");
+    if (opener) ui.alsoMatches.appendChild(opener);
+    show(ui.alsoMatches, true);
   }
 
   function renderAlternatives(alternatives) {
@@ -764,6 +821,7 @@
     } else if (Array.isArray(result.steps) && result.steps.length) {
       clear(ui.answer);
       renderSteps(result.answer_kind, result.steps);
+      renderAlsoMatches(result);
       renderAlternatives(result.alternatives);
       renderBadge(result);
     } else {
@@ -850,7 +908,8 @@
       const li = el("li");
       li.appendChild(el("p", "quote-for", String(q.sentence || "")));
       const block = el("blockquote", "quote-text");
-      appendText(block, q.text);
+      if (Tables.isTable(q.text)) block.appendChild(Tables.render(q.text, appendText));
+      else appendText(block, q.text);
       li.appendChild(block);
       if (Number.isInteger(q.n)) li.appendChild(citeButton(q.n));
       ui.quotesList.appendChild(li);
@@ -866,7 +925,14 @@
     const invented = Array.isArray(result.invented) ? result.invented : [];
     const contradicting = Array.isArray(result.contradicting) ? result.contradicting : [];
     const quoted = Array.isArray(result.steps) && result.steps.length > 0;
-    if (quoted) {
+    if (quoted && result.confidence === "close") {
+      // Never a ✓ on a close call: the text is the document's, but which section answers is a guess.
+      kind = "warn";
+      text = "◐ Close call: another section matches almost as well (named above). Check this is the procedure you need before acting.";
+    } else if (quoted && result.confidence === "uncertain") {
+      kind = "warn";
+      text = "◐ Best match only: shown as the document writes it, but the match is weak. Check the section's heading before acting.";
+    } else if (quoted) {
       kind = "ok";
       text = "✓ Shown as the document writes it, each part cited. Read the cited section before acting.";
     } else if (result.grounded) {

@@ -1,4 +1,7 @@
-"""How procedures and questions about them are worded: the English of choosing the section to show.
+"""The heading and question word lists of the rule-based section choice (rule_choice.py), kept in the lab only
+as the benchmarks' baseline: the appliance's choice is fitted (answer/quoted/choice.py) and reads no word list.
+
+How procedures and questions about them are worded: the English of choosing the section to show.
 
 Headings fall into three families, read as graded signals, never as a veto:
 - front matter: what is read, not done (Purpose, Scope, References, Records, Meaning, Impact…);

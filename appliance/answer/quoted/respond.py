@@ -1,0 +1,147 @@
+"""The quoted answer's events: the sections shown as sources, then their steps at once, then the result.
+
+Nothing here writes a word: every step is a slice of the chunk it cites (answer.py). What the result adds
+is how sure the choice is (choice.py): "certain" when no other section comes close, "close" when one does (it
+is named first among the alternatives, for the page's "Also matches"), "uncertain" when the chosen section is
+the likeliest but not likely.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+
+from appliance.answer.evidence_sentences import best_sentences
+from appliance.answer.ocr_trust import lowest_confidence, ocr_note
+from appliance.answer.quoted.answer import Quoted
+from appliance.answer.quoted.sections import Section
+from appliance.answer.results import (
+    Alternative,
+    AnswerEvent,
+    AnswerResult,
+    Citation,
+    Confidence,
+    EvidenceItem,
+    EvidenceSentence,
+    ShownSection,
+    refusal_result,
+)
+
+
+def confidence_of(quoted: Quoted) -> Confidence | None:
+    choice = quoted.choice
+    if choice is None:
+        return None
+    if choice.close is not None:
+        return "close"
+    return "certain" if choice.certain else "uncertain"
+
+
+def quoted_events(
+    question: str,
+    quoted: Quoted,
+    scores: Mapping[str, float],
+    document_ids: Mapping[str, int],
+    *,
+    sentences: int,
+    ocr_low_confidence: float,
+    timings: dict[str, float],
+    started: float,
+) -> Iterator[AnswerEvent]:
+    evidence = [
+        section_item(question, n, section, quoted, scores, document_ids, sentences)
+        for n, section in enumerate(quoted.sections, 1)
+    ]
+    if quoted.refusal_reason is not None:
+        closest = [item.unnumbered() for item in evidence]
+        yield AnswerEvent("evidence", evidence=closest)
+        timings["total"] = _ms(started)
+        yield AnswerEvent("done", result=refusal_result(question, closest, timings, quoted.refusal_reason))
+        return
+    yield AnswerEvent("evidence", evidence=evidence)
+    timings["first_content"] = _ms(started)
+    yield AnswerEvent("steps", answer_kind=quoted.kind, steps=quoted.steps)
+    citations = [
+        Citation(
+            n=item.n or 0,
+            chunk_id=item.chunk_id,
+            path=item.path,
+            section=item.section,
+            page=item.page,
+            document_id=item.document_id,
+            ocr_confidence=item.ocr_confidence,
+            ocr_note=ocr_note(item.ocr_confidence, ocr_low_confidence),
+        )
+        for item in evidence
+    ]
+    shown = [
+        ShownSection(n, s.path, s.title, s.heading, list(s.pages), s.words, document_ids.get(s.path))
+        for n, s in enumerate(quoted.sections, start=1)
+    ]
+    alternatives = [
+        Alternative(
+            a.section.path,
+            a.section.title,
+            a.section.heading,
+            a.section.chunks[0].page,
+            (a.hits or (a.section.chunks[0].chunk_id,))[0],
+            round(a.probability, 4),
+            document_ids.get(a.section.path),
+        )
+        for a in quoted.alternatives
+    ]
+    timings["total"] = _ms(started)
+    result = AnswerResult(
+        question=question,
+        answer=quoted.text(),
+        refused=False,
+        grounded=True,  # every word shown is the source's own, at the place it cites
+        verified=True,
+        unsupported=[],
+        citations=citations,
+        evidence=evidence,
+        timings_ms=timings,
+        model=None,  # no model was asked
+        answer_kind=quoted.kind,
+        steps=quoted.steps,
+        sections=shown,
+        alternatives=alternatives,
+        confidence=confidence_of(quoted),
+        choice_probability=round(quoted.choice.region_probability, 4) if quoted.choice else None,
+    )
+    yield AnswerEvent("done", result=result)
+
+
+def section_item(
+    question: str,
+    n: int,
+    section: Section,
+    quoted: Quoted,
+    scores: Mapping[str, float],
+    document_ids: Mapping[str, int],
+    sentences: int,
+) -> EvidenceItem:
+    """A shown section as a source: its text as shown, cited at its first matched chunk (else its first)."""
+    steps = [step for step in quoted.steps if step.n == n and step.kind != "omitted"]
+    text = "\n".join(step.text for step in steps)
+    cited = next((step for step in steps if step.matched), steps[0] if steps else None)
+    chunk = next((c for c in section.chunks if cited is not None and c.chunk_id == cited.chunk_id), section.chunks[0])
+    spans = best_sentences(question, text, k=sentences)
+    return EvidenceItem(
+        n=n,
+        chunk_id=chunk.chunk_id,
+        path=section.path,
+        title=section.title,
+        section=chunk.section,
+        page=chunk.page,
+        score=max((scores.get(c.chunk_id, 0.0) for c in section.chunks), default=0.0),
+        text=text,
+        sentences=[EvidenceSentence(text[s:e], s, e, round(score, 4)) for s, e, score in spans],
+        chunk_ids=[c.chunk_id for c in section.chunks],
+        document_id=document_ids.get(section.path),
+        ocr_confidence=lowest_confidence(section.chunks),
+    )
+
+
+def _ms(since: float) -> float:
+    return (time.perf_counter() - since) * 1000.0

@@ -1,0 +1,246 @@
+"""Fit the line ranker of value, fact and why answers (answer/quoted/lines.py), and measure what is shown.
+
+For every value, fact and why question of the training set (scripts/qa/choice_train.jsonl: each with 1-3
+verbatim answer phrases) and of the key-phrase sets: the appliance's own search and fitted section choice,
+then the candidate lines of the likeliest sections (lines.py) with their features. A line is a target when it
+holds one of the question's phrases. The model is a conditional logit over a question's lines, fitted with
+leave-one-corpus-out folds (docs_corpus, openshift, gitlab, ir-prometheus); NEXT_RATIOS and word budgets are
+compared on what the shown lines hold: every phrase (every key phrase for the key-phrase sets), and words shown.
+
+Usage: python scripts/fit_lines.py [--dump FILE] [--reuse] [--write]
+--reuse reads the line features dumped by an earlier run; --write stores fitted/line_ranker.json.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import pickle
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from scipy.optimize import minimize
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import appliance  # noqa: F401  (offline environment first)
+from appliance.answer.question import read_question
+from appliance.answer.quoted.choice import choose_section, overlaps
+from appliance.answer.quoted.label_vectors import LabelVectors
+from appliance.answer.quoted.lines import LINE_FEATURES, Line, line_features, pick_lines, section_lines
+from appliance.ingest.pipeline import ingest
+from appliance.retrieve.search import Searcher
+from scripts.bench_sop import REPO, RUNBOOKS, flat, settings_for
+from scripts.choice_features import corpus_of, load_set
+
+GROUPS = ("docs_corpus", "openshift", "gitlab", "ir-prometheus")
+SECTIONS = 3  # the likeliest non-overlapping sections whose lines are candidates
+L2 = (0.1, 0.3, 1.0)
+NEXT_RATIOS = (0.1, 0.2, 0.3, 0.5, 0.7)
+BUDGETS = (70, 100, 150)
+FITTED = REPO / "appliance" / "answer" / "fitted" / "line_ranker.json"
+
+
+def dump(sets: Sequence[str], home: Path, models_dir: Path) -> list[dict[str, Any]]:
+    searchers: dict[str, tuple[Searcher, LabelVectors]] = {}
+    dumped = []
+    for name in sets:
+        for item in load_set(name):
+            if not item["answerable"] or (name == "train" and item["kind"] == "procedure"):
+                continue
+            corpus = corpus_of(item)
+            if corpus not in searchers:
+                settings = settings_for(corpus, home, models_dir)
+                ingest(settings, [REPO / "docs_corpus"] if corpus == "demo" else sorted(RUNBOOKS.iterdir()))
+                searcher = Searcher(settings)
+                searchers[corpus] = (searcher, LabelVectors(searcher.embedder.embed))
+            searcher, labels = searchers[corpus]
+            dumped.append(dump_question(searcher, labels, item))
+            print(f"{name} {item['id']}: {len(dumped[-1]['lines'])} lines", file=sys.stderr)
+    return dumped
+
+
+def dump_question(searcher: Searcher, labels: LabelVectors, item: dict[str, Any]) -> dict[str, Any]:
+    catalog = searcher.catalog
+    with searcher.index.reading():
+        found = searcher.search(item["question"], k=searcher.settings.answer.section_hits)
+        rows = catalog.chunks_by_ids([hit.chunk_id for hit in found.hits])
+        ranked = [(rows[h.chunk_id], h.score) for h in found.hits if h.chunk_id in rows]
+        vector = searcher.embedder.embed_query(found.searched)
+        question = read_question(item["question"], item["question"], found.searched, vector)
+        choice = choose_section(
+            question,
+            ranked,
+            catalog.chunks_of_documents,
+            labels,
+            lambda ids: dict(catalog.embeddings(dict.fromkeys(ids))),
+            catalog.documents_named,
+        )
+    if choice is None:
+        return {**_meta(item), "lines": [], "features": np.zeros((0, len(LINE_FEATURES)))}
+    sections = [choice.chosen, *choice.alternatives(SECTIONS - 1)]
+    probability = {
+        (r.section.path, r.section.heading): sum(o.probability for o in choice.ranked if overlaps(o.section, r.section))
+        for r in sections
+    }
+    lines: list[Line] = [line for r in sections for line in section_lines(r.section)]
+    hit_ranks = {h.chunk_id: rank for rank, h in enumerate(found.hits, start=1)}
+    features = line_features(
+        found.searched, vector, lines, probability, choice.section, hit_ranks, searcher.embedder.embed
+    )
+    phrases = [flat(p) for p in item["phrases"]]
+    return {
+        **_meta(item),
+        "lines": [
+            {"text": line.text, "words": len(line.text.split()), "holds": [p in flat(line.text) for p in phrases]}
+            for line in lines
+        ],
+        "features": features,
+    }
+
+
+def _meta(item: dict[str, Any]) -> dict[str, Any]:
+    return {"id": item["id"], "set": item["set"], "group": item["group"], "phrases": item["phrases"]}
+
+
+class Ranker:
+    def __init__(self, questions: Sequence[dict[str, Any]], l2: float) -> None:
+        examples = []
+        for q in questions:
+            target = np.asarray([any(line["holds"]) for line in q["lines"]], dtype=np.float64)
+            if target.sum() > 0:
+                examples.append((q["features"], target / target.sum()))
+        stacked = np.concatenate([x for x, _ in examples])
+        self.mean = stacked.mean(axis=0)
+        self.scale = np.where(stacked.std(axis=0) > 1e-6, stacked.std(axis=0), 1.0)
+        data = [((x - self.mean) / self.scale, t) for x, t in examples]
+
+        def loss(w: np.ndarray) -> tuple[float, np.ndarray]:
+            total = 0.5 * l2 * float(w @ w) * len(data)
+            gradient = l2 * w * len(data)
+            for x, t in data:
+                s = x @ w
+                p = np.exp(s - s.max())
+                p /= p.sum()
+                total -= float(t @ np.log(p + 1e-12))
+                gradient += x.T @ (p - t)
+            return total, gradient
+
+        self.weights = minimize(loss, np.zeros(stacked.shape[1]), jac=True, method="L-BFGS-B").x
+
+    def probabilities(self, features: np.ndarray) -> np.ndarray:
+        s = ((features - self.mean) / self.scale) @ self.weights
+        p = np.exp(s - s.max())
+        return p / p.sum()
+
+
+def shown(q: dict[str, Any], ranker: Ranker, ratio: float, budget: int) -> tuple[bool, int]:
+    """Whether the lines shown hold every phrase, and how many words they are."""
+    if not q["lines"]:
+        return False, 0
+    lines = [Line(x["text"], "text", None, i, "") for i, x in enumerate(q["lines"])]  # type: ignore[arg-type]
+    picked = pick_lines(lines, ranker.probabilities(q["features"]), budget, ratio)
+    held = [any(q["lines"][line.item]["holds"][j] for line in picked) for j in range(len(q["phrases"]))]
+    return all(held), sum(len(line.text.split()) for line in picked)
+
+
+def evaluate(questions: Sequence[dict[str, Any]], ranker: Ranker, ratio: float, budget: int) -> dict[str, Any]:
+    results = [shown(q, ranker, ratio, budget) for q in questions]
+    words = sorted(w for _, w in results)
+    return {
+        "questions": len(results),
+        "every_phrase_shown": round(sum(ok for ok, _ in results) / max(len(results), 1), 3),
+        "words_median": words[len(words) // 2] if words else 0,
+        "ceiling": round(
+            sum(all(any(line["holds"][j] for line in q["lines"]) for j in range(len(q["phrases"]))) for q in questions)
+            / max(len(questions), 1),
+            3,
+        ),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--dump", type=Path, default=REPO / ".appliance" / "line_features.pkl")
+    parser.add_argument("--reuse", action="store_true")
+    parser.add_argument("--write", action="store_true")
+    parser.add_argument("--sets", default="train,heldout,sampled,tune,demo")
+    parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-sop")
+    parser.add_argument("--models-dir", type=Path, default=REPO / "models")
+    parser.add_argument("--results", type=Path, default=REPO / "scripts" / "results" / "fit_lines.json")
+    args = parser.parse_args()
+    if args.reuse:
+        questions = pickle.loads(args.dump.read_bytes())
+    else:
+        questions = dump(args.sets.split(","), args.home, args.models_dir)
+        args.dump.parent.mkdir(parents=True, exist_ok=True)
+        args.dump.write_bytes(pickle.dumps(questions))
+    train = [q for q in questions if q["set"] == "train"]
+    report: dict[str, Any] = {"training_questions": len(train), "grid": []}
+    best: tuple[float, float, int] | None = None
+    best_score = -1.0
+    for l2 in L2:
+        folds = {g: Ranker([q for q in train if q["group"] != g], l2) for g in GROUPS}
+        for ratio in NEXT_RATIOS:
+            for budget in BUDGETS:
+                pooled = [shown(q, folds[q["group"]], ratio, budget) for q in train if q["group"] in folds]
+                score = sum(ok for ok, _ in pooled) / len(pooled)
+                words = sorted(w for _, w in pooled)[len(pooled) // 2]
+                report["grid"].append(
+                    {
+                        "l2": l2,
+                        "next_ratio": ratio,
+                        "budget": budget,
+                        "loco_every_phrase": round(score, 3),
+                        "words_median": words,
+                    }
+                )
+                # the most phrases shown; of equals, the fewer words
+                if score > best_score + 0.005:
+                    best, best_score = (l2, ratio, budget), score
+    assert best is not None
+    l2, ratio, budget = best
+    report["chosen"] = {
+        "l2": l2,
+        "next_ratio": ratio,
+        "budget_words": budget,
+        "loco_every_phrase": round(best_score, 3),
+    }
+    folds = {g: Ranker([q for q in train if q["group"] != g], l2) for g in GROUPS}
+    report["leave_one_corpus_out"] = {
+        g: evaluate([q for q in train if q["group"] == g], folds[g], ratio, budget) for g in GROUPS
+    }
+    ranker = Ranker(train, l2)
+    report["evaluation_sets"] = {
+        name: evaluate([q for q in questions if q["set"] == name], ranker, ratio, budget)
+        for name in sorted({q["set"] for q in questions} - {"train"})
+    }
+    report["weights"] = dict(zip(LINE_FEATURES, [round(float(w), 4) for w in ranker.weights], strict=True))
+    args.results.write_text(json.dumps(report, indent=1))
+    print(json.dumps({k: v for k, v in report.items() if k != "grid"}, indent=1))
+    if args.write:
+        FITTED.write_text(
+            json.dumps(
+                {
+                    "features": list(LINE_FEATURES),
+                    "mean": [round(float(v), 6) for v in ranker.mean],
+                    "scale": [round(float(v), 6) for v in ranker.scale],
+                    "weights": [round(float(v), 6) for v in ranker.weights],
+                    "next_ratio": ratio,
+                    "budget_words": budget,
+                    "fitted_by": "scripts/fit_lines.py",
+                    "training_set": "scripts/qa/choice_train.jsonl (value, fact and why questions)",
+                    "training_questions": len(train),
+                },
+                indent=1,
+            )
+            + "\n"
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
