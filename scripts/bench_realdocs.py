@@ -138,11 +138,15 @@ def step_scores(label: dict[str, Any], chunks: list[ChunkRow]) -> dict[str, int]
     return {"labelled": labelled, "as_step": as_step, "as_any_item": as_any}
 
 
-def control_scores(label: dict[str, Any], document: Any) -> dict[str, Any]:
+def control_scores(label: dict[str, Any], document: Any, meta: Any = None) -> dict[str, Any]:
+    """Labelled control fields found among what the catalog stores for the document: its row and the control
+    block ingest read (Catalog.document_meta)."""
     stored = [flat(str(v)) for v in dataclasses.asdict(document).values() if isinstance(v, str) and v]
     metadata = getattr(document, "metadata", None)
     if isinstance(metadata, dict):
         stored += [flat(str(v)) for v in metadata.values() if v]
+    if meta is not None:
+        stored += [flat(str(v)) for v in dataclasses.asdict(meta.control).values() if isinstance(v, str) and v]
     fields = {k: v for k, v in label.get("document_control", {}).items() if v}
     found = [k for k, v in fields.items() if any(flat(v) in s for s in stored)]
     return {"labelled": len(fields), "found": len(found), "fields_found": found}
@@ -188,6 +192,7 @@ def main() -> int:
     documents = {Path(d.path).name: d for d in catalog.documents()}
     paths = {name: d.path for name, d in documents.items()}
     chunks_by_path = catalog.chunks_of_documents(list(paths.values()))
+    metas = catalog.document_meta(list(paths.values()))
 
     per_doc: dict[str, Any] = {}
     for entry in sources:
@@ -201,7 +206,9 @@ def main() -> int:
             "headings": heading_scores(label, predicted_headings(chunks)),
             "furniture": furniture_leaks(label, document_lines(chunks)),
             "steps": step_scores(label, chunks),
-            "control": control_scores(label, document) if document else {"labelled": 0, "found": 0},
+            "control": control_scores(label, document, metas.get(document.path))
+            if document
+            else {"labelled": 0, "found": 0},
         }
 
     docs = list(per_doc.values())

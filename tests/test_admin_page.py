@@ -240,7 +240,10 @@ def test_uploading_and_deleting_a_document_from_the_admin_page(server: str, site
     requests: list[str] = []
     console_errors: list[str] = []
     expect = sync_api.expect
-    note = b"# SOP-UP-001 Torque check\n\nTighten the flange bolts to 45 Nm in a star pattern, then check again.\n"
+    note = (
+        b"# SOP-UP-001 Torque check\n\nRevision 2, effective 2020-01-06. Next review: 2021-01-06.\n\n"
+        b"Tighten the flange bolts to 45 Nm in a star pattern, then check again.\n"
+    )
 
     with sync_api.sync_playwright() as pw:
         assert CHROMIUM is not None
@@ -277,6 +280,9 @@ def test_uploading_and_deleting_a_document_from_the_admin_page(server: str, site
             assert f"document {document_id} " in result.inner_text()
             row = page.locator("#documents-rows tr", has_text="torque-check.md")
             expect(row).to_have_attribute("data-document-id", str(document_id))
+            # Its revision, as the document states it, and the flag of a document past its review date.
+            expect(row.locator("td.revision")).to_contain_text("SOP-UP-001 rev 2, effective 2020-01-06")
+            expect(row.locator(".review-overdue")).to_have_text("Past its review date 2021-01-06")
 
             # The same name again without "replace": the server's refusal is shown.
             page.get_by_label("File", exact=True).set_input_files(

@@ -176,7 +176,7 @@ def test_ask_json_contract(indexed: Settings, cli_env: dict[str, str], monkeypat
     assert {"retrieve", "first_token", "total"} <= set(data["timings_ms"])
     for citation in data["citations"]:
         fields = {"n", "chunk_id", "path", "section", "page", "document_id", "ocr_confidence", "ocr_note"}
-        assert set(citation) == fields
+        assert set(citation) == fields | {"document_control"}
         assert citation["ocr_confidence"] is None and citation["ocr_note"] is None  # no scan in this corpus
         assert isinstance(citation["document_id"], int)  # GET /v1/documents/{document_id}/file opens it
     assert data["evidence"] and {"n", "chunk_id", "path", "section", "page", "sentences", "document_id"} <= set(

@@ -352,7 +352,8 @@ def test_documents_lists_the_catalog(client: TestClient) -> None:
     paths = {doc["path"] for doc in data["documents"]}
     assert paths == {"plant/SOP-CL-004.md", "plant/SOP-RW-001.md", "plant/filter-backwash.txt"}
     doc = next(d for d in data["documents"] if d["path"] == "plant/SOP-CL-004.md")
-    assert set(doc) == {"id", "path", "type", "title", "status", "error", "chunks", "size", "indexed_at"}
+    assert set(doc) == {"id", "path", "type", "title", "status", "error", "chunks", "size", "indexed_at", "control"}
+    assert doc["control"] is None  # the test SOP states no number, revision or date
     assert doc["type"] == "md" and doc["status"] == "indexed" and doc["chunks"] >= 1 and doc["size"] > 0
 
 

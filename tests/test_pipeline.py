@@ -225,3 +225,38 @@ def test_a_single_file_can_be_a_source(settings: Settings, corpus: Path) -> None
     report = ingest(settings, [corpus / "chlorine.md"])
     assert report.added == 1
     assert indexed_paths(settings) == ["chlorine.md"]
+
+
+def test_a_documents_control_block_furniture_and_warnings_are_kept_in_the_catalog(
+    settings: Settings, tmp_path: Path
+) -> None:
+    from tests import pdf_fixtures
+
+    root = tmp_path / "pdfs"
+    root.mkdir()
+    pdf_fixtures.typographic_sop(root / "dosing.pdf")
+    pdf_fixtures.with_a_broken_outline(root / "manual.pdf")
+    report = ingest(settings, [root])
+    assert report.warnings == [
+        {
+            "path": "pdfs/manual.pdf",
+            "warning": "the outline (bookmarks) is damaged and was not read: headings found from the text",
+        }
+    ]
+    index = Index(settings)
+    try:
+        meta = index.document_meta(["pdfs/dosing.pdf", "pdfs/manual.pdf"])
+        chunks = index.catalog.chunks_of_documents(["pdfs/dosing.pdf"])["pdfs/dosing.pdf"]
+    finally:
+        index.close()
+    control = meta["pdfs/dosing.pdf"].control
+    assert (control.number, control.revision, control.effective, control.review) == (
+        "SOP-CHM-007",
+        "3",
+        "2024-03-01",
+        "2025-03-01",
+    )
+    assert "Riverbend Water Treatment Plant SOP-CHM-007 Rev 3" in meta["pdfs/dosing.pdf"].furniture
+    assert not any("Uncontrolled" in chunk.text for chunk in chunks)
+    assert {chunk.section for chunk in chunks} >= {"Procedure › Before the shift", "Purpose"}
+    assert meta["pdfs/manual.pdf"].warnings == (report.warnings[0]["warning"],)

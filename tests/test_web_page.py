@@ -617,6 +617,10 @@ def test_a_procedure_is_shown_as_the_sop_writes_it_and_opens_at_its_section(quot
         expect(page.locator("#badge")).to_contain_text("Shown as the document writes it")
         expect(page.locator("#timings")).to_contain_text("No model asked")
         expect(page.locator("#alternatives-list > li").first).to_be_visible()
+        # Every citation says which revision it is from; this one is past its review date (annual cycle).
+        cited = page.locator("#cited-list > li").filter(has_text="SOP-CL-004").first
+        expect(cited.locator(".cited-revision")).to_contain_text("SOP-CL-004 rev 5, effective 2023-08-07 › ")
+        expect(cited.locator(".review-overdue")).to_contain_text("Past its review date 2024-08-07")
         page.screenshot(path=str(ARTIFACTS / "web-page-quoted-procedure.png"), full_page=True)
 
         opener = headings.filter(has_text="6.2 Isolate the empty bank").get_by_role(

@@ -8,8 +8,11 @@ answer (quoted/), the generated answer (generated/); the records they return are
 
 from __future__ import annotations
 
+import datetime as dt
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import replace
+from typing import Any
 
 from appliance.answer.evidence_items import evidence_item
 from appliance.answer.followup import Standalone, Turn, standalone_question
@@ -99,6 +102,12 @@ class Answerer:
             reader=SearchReader(self.searcher),
         )
 
+    def _controls(self, paths: Iterable[str]) -> dict[str, dict[str, Any]]:
+        """Display path → the control block each document states (for its citations), as of today."""
+        today = dt.date.today().isoformat()
+        metas = self.searcher.catalog.document_meta(paths)
+        return {path: meta.control.as_json(today) for path, meta in metas.items() if meta.control.stated}
+
     def events(
         self,
         question: str,
@@ -138,6 +147,7 @@ class Answerer:
         if quoted is not None:
             paths = sorted({*paths, *(s.path for s in quoted.sections), *(a.section.path for a in quoted.alternatives)})
         document_ids = {path: entry[0] for path, entry in self.searcher.catalog.document_files(paths).items()}
+        controls = self._controls(paths)
         if not found.evidence.sufficient:
             events = self._refusal_events(searched, found, rows, document_ids, timings, started)
         elif quoted is not None:
@@ -168,7 +178,8 @@ class Answerer:
             )
         for event in events:
             if event.kind == "done" and event.result is not None:
-                event = AnswerEvent("done", result=_as_asked(event.result, question, standalone, found))
+                result = _with_controls(_as_asked(event.result, question, standalone, found), controls)
+                event = AnswerEvent("done", result=result)
             yield event
 
     def _read(self, typed: str, standalone: Standalone, found: SearchResult) -> Question:
@@ -220,6 +231,13 @@ class Answerer:
         yield AnswerEvent("evidence", evidence=closest)
         timings["total"] = _ms(started)
         yield AnswerEvent("done", result=refusal_result(question, closest, timings, found.evidence.reason))
+
+
+def _with_controls(result: AnswerResult, controls: Mapping[str, dict[str, Any]]) -> AnswerResult:
+    """The result's citations and sections with the revision their document states (its control block)."""
+    result.citations = [replace(c, document_control=controls.get(c.path)) for c in result.citations]
+    result.sections = [replace(s, document_control=controls.get(s.path)) for s in result.sections]
+    return result
 
 
 def _as_asked(result: AnswerResult, asked: str, standalone: Standalone, found: SearchResult) -> AnswerResult:

@@ -44,6 +44,9 @@ class Citation(Place):
     n: int
     document_id: int | None = None
     ocr_note: str | None = None  # "text recognised by OCR: check the page" when its confidence is low
+    # What the cited document states of itself (DocumentControl.as_json: number, revision, effective and review
+    # dates, "label", "review_overdue"); None when it states none of them.
+    document_control: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True)
@@ -57,6 +60,7 @@ class ShownSection:
     pages: list[int]
     words: int  # the whole section's length, shown or not
     document_id: int | None = None
+    document_control: dict[str, Any] | None = None  # as Citation.document_control
 
 
 @dataclass(frozen=True)

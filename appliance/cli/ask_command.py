@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from dataclasses import replace
+from typing import Any
 
 import click
 
@@ -175,6 +176,7 @@ def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -
             page = f", p. {citation.page}" if citation.page else ""
             section = f" › {citation.section}" if citation.section else ""
             click.echo(f"[{citation.n}] {citation.path}{section}{page}")
+            _print_control(citation.document_control, citation.section)
             if citation.ocr_note:
                 note = f"    {citation.ocr_note} (confidence {citation.ocr_confidence:.2f})"
                 click.echo(click.style(note, fg="yellow"))
@@ -189,6 +191,22 @@ def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -
     t = result.timings_ms
     first = f", first token {t['first_token'] / 1000:.1f} s" if "first_token" in t else ""
     click.echo(f"({result.model or 'no model asked'}{first}, total {t['total'] / 1000:.1f} s)", err=True)
+
+
+def _print_control(control: dict[str, Any] | None, section: str) -> None:
+    """Which revision the citation is from ("SOP-CL-004 rev 3, effective 2025-05-01 › 6.2"), and a warning
+    when the document is past its review date."""
+    if not control:
+        return
+    label = str(control.get("label") or "")
+    if label:
+        click.echo(f"    {label}" + (f" › {section}" if section else ""))
+    if control.get("review_overdue"):
+        worked_out = " (worked out from its review cycle)" if control.get("review_from_cycle") else ""
+        note = (
+            f"    past its review date {control.get('review')}{worked_out}: check that this revision is still in force"
+        )
+        click.echo(click.style(note, fg="yellow"))
 
 
 def _marker(numbers: tuple[int, ...]) -> str:

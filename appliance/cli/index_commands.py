@@ -67,6 +67,8 @@ def _print_report(report: IngestReport, as_json: bool) -> None:
         _print_handover(report)
         for failure in report.failed:
             click.echo(f"  failed: {failure['path']}: {failure['error']}", err=True)
+        for warning in report.warnings:
+            click.echo(f"  warning: {warning['path']}: {warning['warning']}", err=True)
     if report.failed:
         # The run itself succeeded: failures are per file and reported, not an exit status.
         pass

@@ -18,10 +18,11 @@ from typing import Any
 
 import numpy as np
 
+from appliance.index.document_meta import read_meta, write_meta
 from appliance.index.filters import Filters
 from appliance.index.fulltext import FullText
 from appliance.index.migrations import apply_migrations
-from appliance.index.records import Chunk, ChunkRow
+from appliance.index.records import Chunk, ChunkRow, DocumentMeta
 
 
 @dataclass(frozen=True)
@@ -149,6 +150,11 @@ class Catalog:
                 found[path] = (int(doc_id), str(abs_path))
         return found
 
+    def document_meta(self, paths: Iterable[str]) -> dict[str, DocumentMeta]:
+        """Display path → what each document says about itself (control block, furniture, warnings); a
+        document that states nothing is absent."""
+        return read_meta(self.conn, paths)
+
     def documents_named(self, names: Sequence[str]) -> dict[str, list[str]]:
         """Indexed documents whose title or display path holds each name (case-insensitive): a document number
         such as SOP-CL-004 or a runbook's alert name, as another document cites it."""
@@ -205,6 +211,7 @@ class Catalog:
         chunks: Sequence[Chunk],
         embeddings: np.ndarray | None,
         embedding_model: str,
+        meta: DocumentMeta | None = None,
     ) -> None:
         """Like replace_document, inside a transaction the caller holds (batch writes)."""
         if chunks and (embeddings is None or len(embeddings) != len(chunks)):
@@ -218,6 +225,8 @@ class Catalog:
             (path, abs_path, source, sha256, size, mtime, doc_type, title, status, error, len(chunks), time.time()),
         )
         document_id = cursor.lastrowid
+        assert document_id is not None
+        write_meta(conn, document_id, meta)
         if chunks:
             assert embeddings is not None
             conn.executemany(

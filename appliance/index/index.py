@@ -28,6 +28,7 @@ from appliance.faults import crash_point
 from appliance.index import vector_sync, writes
 from appliance.index.catalog import Catalog, DocumentRow
 from appliance.index.ownership import LocalStore, local_store
+from appliance.index.records import DocumentMeta
 from appliance.index.snapshot import CatalogCopy, copy_database
 from appliance.index.vectors import VectorIndex
 from appliance.index.writes import EmbeddedDocument
@@ -376,6 +377,10 @@ class Index:
 
     def document(self, path: str) -> DocumentRow | None:
         return self.catalog.document(path)
+
+    def document_meta(self, paths: Iterable[str]) -> dict[str, DocumentMeta]:
+        """Display path → each document's control block (number, revision, dates), furniture and warnings."""
+        return self.catalog.document_meta(paths)
 
     def chunk_count(self) -> int:
         return self.catalog.counts()["chunks"]

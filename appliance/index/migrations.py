@@ -118,6 +118,25 @@ MIGRATIONS: list[tuple[str, str]] = [
         # NULL for text from a text layer or a text format.
         "ALTER TABLE chunks ADD COLUMN ocr_confidence REAL;",
     ),
+    (
+        "0005_document_control",
+        # What a document says about itself (records.DocumentMeta): its control block (number, title,
+        # revision, effective and review dates), the page furniture ingest took out of its chunks and the
+        # loader's warnings, as JSON lists. One row per indexed document that has any; it goes with its row.
+        """
+        CREATE TABLE document_meta (
+            document_id INTEGER PRIMARY KEY REFERENCES documents(id) ON DELETE CASCADE,
+            number TEXT,
+            title TEXT,
+            revision TEXT,
+            effective TEXT,                     -- ISO date where the document's date reads one way, else as written
+            review TEXT,
+            review_from_cycle INTEGER NOT NULL DEFAULT 0,
+            furniture TEXT NOT NULL DEFAULT '[]',
+            warnings TEXT NOT NULL DEFAULT '[]'
+        );
+        """,
+    ),
 ]
 
 

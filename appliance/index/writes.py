@@ -29,7 +29,7 @@ import numpy as np
 from appliance.faults import crash_point
 from appliance.index import vector_sync
 from appliance.index.catalog import Catalog
-from appliance.index.records import Chunk
+from appliance.index.records import Chunk, DocumentMeta
 from appliance.index.vectors import VectorIndex
 
 VECTORS_DIRTY = "vectors_dirty"
@@ -50,6 +50,7 @@ class EmbeddedDocument:
     chunks: Sequence[Chunk]
     embeddings: np.ndarray  # float32, one row per chunk, in the chunks' order
     embedding_model: str
+    meta: DocumentMeta | None = None  # its control block, page furniture and loader warnings
 
 
 class Stores(Protocol):
@@ -97,6 +98,7 @@ def write_documents(stores: Stores, documents: Sequence[EmbeddedDocument]) -> No
                 chunks=doc.chunks,
                 embeddings=doc.embeddings,
                 embedding_model=doc.embedding_model,
+                meta=doc.meta,
             )
             crash_point("inside_catalog_transaction")
     crash_point("after_catalog_commit")

@@ -23,7 +23,9 @@ from appliance.text.sentences import punctuation_spans
 
 # Bump when chunking or what the loaders give it changes: a reindex then re-chunks every document
 # (embeddings are reused by text). 3: PDF tables and scans keep tags broken at a line-end hyphen whole.
-CHUNKER_VERSION = 3
+# 4: PDF and DOCX headings from outlines, type and numbering; running headers and footers out of the text;
+# PDF columns and boxes in reading order (issue 41).
+CHUNKER_VERSION = 4
 SECTION_SEPARATOR = " › "
 # [CLS] and [SEP] (or a model's equivalents) are added to every embedded text.
 SPECIAL_TOKENS = 2

@@ -10,6 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from appliance.index.records import DocumentControl, DocumentMeta
+
 BlockKind = Literal["heading", "paragraph", "code", "table", "list"]
 
 # Loaders join blocks with this separator when they build `LoadedDocument.text`.
@@ -38,6 +40,18 @@ class LoadedDocument:
     title: str
     blocks: list[Block] = field(default_factory=list)
     text: str = ""
+    # Page furniture taken out of the blocks (running headers and footers, "Page 3 of 9", licence lines),
+    # each distinct line once: the document's metadata, never its text.
+    furniture: list[str] = field(default_factory=list)
+    # What the loader fell back on, per file ("the outline points to page 40 of 12: bookmark ignored").
+    warnings: list[str] = field(default_factory=list)
+    # The file's own properties where a control block may be read (DOCX core properties, PDF info).
+    properties: dict[str, str] = field(default_factory=dict)
+    control: DocumentControl = field(default_factory=DocumentControl)  # read after loading (ingest.doc_control)
+
+    @property
+    def meta(self) -> DocumentMeta:
+        return DocumentMeta(self.control, tuple(self.furniture), tuple(self.warnings))
 
 
 class DocumentBuilder:

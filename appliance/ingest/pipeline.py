@@ -277,7 +277,8 @@ def _prepare(
     except RecursionError:
         _record_failure(index, item, source.root, "document structure is nested too deeply", report)
         return None
-    return PreparedDocument(item, source.root, sha, loaded.doc_type, loaded.title, chunks, catalog_doc)
+    report.warnings += [{"path": item.display_path, "warning": warning} for warning in loaded.warnings]
+    return PreparedDocument(item, source.root, sha, loaded.doc_type, loaded.title, chunks, catalog_doc, loaded.meta)
 
 
 def _count_unchanged(doc: DocumentRow, item: FoundFile, report: IngestReport) -> None:

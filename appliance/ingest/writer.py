@@ -21,7 +21,7 @@ import numpy as np
 from appliance.durable import WORKING_MARGIN, reporting_disk_full
 from appliance.index.catalog import DocumentRow, text_sha256
 from appliance.index.index import Index
-from appliance.index.records import Chunk
+from appliance.index.records import Chunk, DocumentMeta
 from appliance.index.writes import EmbeddedDocument
 from appliance.ingest.scan import FoundFile
 from appliance.models.embedder import Embedder
@@ -39,6 +39,9 @@ class IngestReport:
     unchanged: int = 0
     failed: list[dict[str, str]] = field(default_factory=list)
     skipped: list[dict[str, str]] = field(default_factory=list)
+    # Indexed, with a fallback the reader should know of ({"path", "warning"}: a broken outline, a font
+    # table without sizes): the file's text is all there, its structure came from the next rule down.
+    warnings: list[dict[str, str]] = field(default_factory=list)
     chunks_embedded: int = 0
     chunks_reused: int = 0
     chunks_total: int = 0
@@ -61,6 +64,7 @@ class IngestReport:
             "unchanged": self.unchanged,
             "failed": self.failed,
             "skipped": self.skipped,
+            "warnings": self.warnings,
             "chunks_embedded": self.chunks_embedded,
             "chunks_reused": self.chunks_reused,
             "chunks_total": self.chunks_total,
@@ -86,6 +90,7 @@ class PreparedDocument:
     title: str
     chunks: list[Chunk]
     existing: DocumentRow | None
+    meta: DocumentMeta | None = None  # its control block, page furniture and loader warnings
 
 
 @dataclass
@@ -181,6 +186,7 @@ class BatchWriter:
                     chunks=item.chunks,
                     embeddings=embeddings[offset : offset + count],
                     embedding_model=self.embedder.model_id,
+                    meta=item.meta,
                 )
             )
             offset += count

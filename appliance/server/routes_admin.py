@@ -26,7 +26,8 @@ def _iso(timestamp: float | None) -> str | None:
     return dt.datetime.fromtimestamp(timestamp, dt.UTC).isoformat()
 
 
-def document_json(doc: DocumentRow) -> dict[str, Any]:
+def document_json(doc: DocumentRow, control: dict[str, Any] | None = None) -> dict[str, Any]:
+    """A document as the admin API lists it; `control`: what it states of itself (DocumentControl.as_json)."""
     return {
         "id": doc.id,
         "path": doc.path,
@@ -37,6 +38,7 @@ def document_json(doc: DocumentRow) -> dict[str, Any]:
         "chunks": doc.chunk_count,
         "size": doc.size,
         "indexed_at": _iso(doc.indexed_at),
+        "control": control,
     }
 
 
@@ -45,8 +47,11 @@ async def documents(request: Request, principal: CanListDocuments) -> Response:
     state = app_state(request)
 
     rows = await anyio.to_thread.run_sync(state.documents)
+    metas = await anyio.to_thread.run_sync(state.document_meta, [doc.path for doc in rows])
+    today = dt.date.today().isoformat()
+    controls = {path: meta.control.as_json(today) for path, meta in metas.items() if meta.control.stated}
     note_audit(request, extra={"documents": len(rows)})
-    return ApplianceJSONResponse({"documents": [document_json(doc) for doc in rows]})
+    return ApplianceJSONResponse({"documents": [document_json(doc, controls.get(doc.path)) for doc in rows]})
 
 
 @router.post(

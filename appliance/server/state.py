@@ -12,6 +12,7 @@ from appliance.answer.answerer import Answerer
 from appliance.audit.writer import AuditLog
 from appliance.config import Settings
 from appliance.index.catalog import Catalog, DocumentRow
+from appliance.index.records import DocumentMeta
 from appliance.models.generation import Generator
 from appliance.retrieve.search import Searcher
 from appliance.server.auth import TokenStore
@@ -47,6 +48,11 @@ class AppState:
         """The indexed documents (blocking: run in a thread)."""
         with self.retrieval_lock:  # the searcher's catalog connection is shared
             return self.searcher.catalog.documents()
+
+    def document_meta(self, paths: list[str]) -> dict[str, DocumentMeta]:
+        """What these documents state of themselves: control block, furniture, warnings (blocking)."""
+        with self.retrieval_lock:
+            return self.searcher.catalog.document_meta(paths)
 
     def index_counts(self) -> dict[str, int]:
         """Documents, failed, skipped and chunks in the catalog (blocking: run in a thread)."""

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from appliance.errors import NothingToIndex, UnsupportedDocument
+from appliance.ingest.doc_control import read_control
 from appliance.ingest.document import LoadedDocument
 
 from .docx_loader import load_docx
@@ -69,7 +70,7 @@ def load_document(
     document = loader(read_source(source, max_bytes), source)
     if not document.text.strip():
         raise NothingToIndex(shown, "no text content")
-    return document
+    return _with_control(document)
 
 
 def load_bytes(data: bytes, path: Path, display_path: str, ocr: PageReader | None = None) -> LoadedDocument:
@@ -77,4 +78,10 @@ def load_bytes(data: bytes, path: Path, display_path: str, ocr: PageReader | Non
     loader = _LOADERS.get(path.suffix.lower())
     if loader is None:
         raise UnsupportedDocument(display_path, f"unsupported file type '{path.suffix.lower()}'")
-    return loader(data, Source(path=path, display_path=display_path, ocr=ocr))
+    return _with_control(loader(data, Source(path=path, display_path=display_path, ocr=ocr)))
+
+
+def _with_control(document: LoadedDocument) -> LoadedDocument:
+    """The document with the control block it states (number, revision, dates) read, whatever its format."""
+    document.control = read_control(document)
+    return document

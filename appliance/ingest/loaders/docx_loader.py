@@ -1,7 +1,10 @@
-"""DOCX via python-docx: body paragraphs and tables in document order.
+"""DOCX via python-docx: body paragraphs and tables in document order, the header and footer apart.
 
-Paragraph styles give the structure: "Title", "Heading N", and list styles (or direct list
-numbering) whose consecutive paragraphs are grouped into one list block.
+The structure, in order of trust: "Title" and "Heading N" styles and Word's outline levels (what its
+navigation pane shows); then the rules below them (headings): a short paragraph set larger or bolder
+than the document's body text ("bold Normal paragraphs" as headings), or numbered like a heading.
+List styles (or direct list numbering) group consecutive paragraphs into one list block. The headers
+and footers are the document's furniture and, with the core properties, where its control block is read.
 """
 
 from __future__ import annotations
@@ -19,6 +22,9 @@ from appliance.ingest.document import DocumentBuilder, LoadedDocument
 
 from .common import MAX_TITLE_CHARS, collapse_whitespace, pipe_table, title_from_stem
 from .docx_archive import check_docx_archive
+from .docx_type import TypeReader
+from .furniture import says_furniture
+from .headings import TITLE, Piece, assign_levels
 from .source import Source
 
 XmlElement = Any  # python-docx's oxml element classes (lxml-based, no useful static types)
@@ -74,13 +80,14 @@ class _Numbering:
 
 
 class _Walker:
-    def __init__(self, document: Any, builder: DocumentBuilder) -> None:
+    def __init__(self, document: Any) -> None:
         self.document = document
-        self.builder = builder
         self.numbering = _Numbering(document)
+        self.types = TypeReader(document)
         self.title: str | None = None
-        self.first_h1: str | None = None
+        self.pieces: list[Piece] = []  # every block in order; headings decided once all are read (headings)
         self._list_lines: list[str] = []
+        self._list_first: Piece | None = None  # the type of the list's first item
         self._counters: dict[int, tuple[bool, int]] = {}  # per nesting level: (numbered?, last number)
         self._style_names: dict[str, str] = {}
 
@@ -94,8 +101,15 @@ class _Walker:
         return self._style_names[key]
 
     def _flush_list(self) -> None:
-        self.builder.add("list", "\n".join(self._list_lines))
+        first = self._list_first
+        text = "\n".join(self._list_lines)
+        lines = len(self._list_lines)
+        if first is not None:
+            self.pieces.append(Piece("list", text, lines, first.size, first.bold, first.uniform))
+        else:
+            self.pieces.append(Piece("list", text, lines))
         self._list_lines.clear()
+        self._list_first = None
         self._counters.clear()
 
     def _list_item(self, paragraph: XmlElement, style: str) -> tuple[int, bool] | None:
@@ -131,24 +145,44 @@ class _Walker:
             return  # empty paragraphs are spacing, not structure (and do not end a list)
         style = self._style_name(paragraph)
         heading = _HEADING_STYLE.match(style)
+        kind = self.types.paragraph(paragraph)
+        given = 1 if style.lower() == "title" else int(heading.group(1)) if heading else kind.outline_level
+        given = min(given, 6)
         # Headings first: Word's numbered headings carry list numbering too.
-        item = None if heading or style.lower() == "title" else self._list_item(paragraph, style)
+        item = None if given else self._list_item(paragraph, style)
         if item is not None:
+            if not self._list_lines:
+                self._list_first = Piece("list", text, 1, kind.size, kind.bold, kind.uniform)
             self._add_list_item(text, *item)
             return
         if self._list_lines:
             self._flush_list()
-        if style.lower() == "title":
-            if self.title is None:
-                self.title = collapse_whitespace(text)
-            self.builder.add("heading", collapse_whitespace(text), level=1)
-        elif heading and int(heading.group(1)) >= 1:
-            level = min(int(heading.group(1)), 6)
-            self.builder.add("heading", collapse_whitespace(text), level=level)
-            if level == 1 and self.first_h1 is None:
-                self.first_h1 = collapse_whitespace(text)
-        else:
-            self.builder.add("paragraph", text)
+        if style.lower() == "title" and self.title is None:
+            self.title = collapse_whitespace(text)
+        if given:
+            text = collapse_whitespace(text)
+        lines = text.count("\n") + 1
+        self.pieces.append(Piece("paragraph", text, lines, kind.size, kind.bold, kind.uniform, given))
+
+    def build(self, builder: DocumentBuilder) -> str | None:
+        """Add the blocks to `builder`, headings decided; the title the headings suggest: the opening block
+        when it is a heading, else the first top-level heading."""
+        first_top: str | None = None
+        levels = assign_levels(self.pieces)
+        top = min((level for level in levels if level > 0), default=0)
+        for index, (piece, level) in enumerate(zip(self.pieces, levels, strict=True)):
+            if level == TITLE:
+                # The document's name, shown with every chunk: not a section the others sit in.
+                self.title = self.title or collapse_whitespace(piece.text)
+                continue
+            if level:
+                text = collapse_whitespace(piece.text)
+                builder.add("heading", text, level=level)
+                if first_top is None and (level == top or index == 0):
+                    first_top = text
+            else:
+                builder.add(piece.kind, piece.text)
+        return first_top
 
     def walk(self, body: XmlElement) -> None:
         stack = list(reversed(body))
@@ -159,7 +193,7 @@ class _Walker:
             elif element.tag == _TBL:
                 if self._list_lines:
                     self._flush_list()
-                self.builder.add("table", _render_table(element))
+                self.pieces.append(Piece("table", _render_table(element)))
             elif element.tag in _CONTAINERS:
                 stack.extend(reversed(element))
         if self._list_lines:
@@ -171,18 +205,66 @@ def _core_title(document: Any) -> str | None:
     return title if 0 < len(title) < MAX_TITLE_CHARS else None
 
 
+def _properties(document: Any) -> dict[str, str]:
+    """The core properties a control block may be read from (revision there is Word's save count: not it)."""
+    core = document.core_properties
+    found = {
+        "title": core.title,
+        "subject": core.subject,
+        "identifier": core.identifier,
+        "version": core.version,
+        "keywords": core.keywords,
+    }
+    return {key: collapse_whitespace(str(value)) for key, value in found.items() if value}
+
+
+def _furniture(document: Any) -> list[str]:
+    """The distinct lines of every header and footer (page numbers aside)."""
+    lines: list[str] = []
+    for section in document.sections:
+        for part in (
+            section.header,
+            section.footer,
+            section.first_page_header,
+            section.first_page_footer,
+            section.even_page_header,
+            section.even_page_footer,
+        ):
+            if part.is_linked_to_previous:
+                continue
+            for paragraph in part._element.iter(_P):
+                for line in _xml_text(paragraph).replace("\t", "  ").split("\n"):
+                    line = collapse_whitespace(line)
+                    if line and line not in lines and not _page_number_only(line):
+                        lines.append(line)
+    return lines
+
+
+def _page_number_only(line: str) -> bool:
+    stripped = line.strip(" -–—")
+    return stripped.isdigit() or (
+        says_furniture(stripped) and len(stripped.split()) <= 4 and "page" in stripped.lower()
+    )
+
+
 def load_docx(data: bytes, source: Source) -> LoadedDocument:
     shown = source.display_path
     check_docx_archive(data, shown)
     builder = DocumentBuilder(shown, "docx")
     try:
         document = docx.Document(io.BytesIO(data))
-        walker = _Walker(document, builder)
+        walker = _Walker(document)
         walker.walk(document.element.body)
+        first_top = walker.build(builder)
         core_title = _core_title(document)
+        properties = _properties(document)
+        furniture = _furniture(document)
     except DocumentError:
         raise
     except Exception as exc:  # python-docx raises many types on damaged archives
         reason = str(exc).strip() or type(exc).__name__
         raise DocumentError(shown, f"cannot read the .docx: {reason}") from None
-    return builder.build(walker.title or core_title or walker.first_h1 or title_from_stem(source.stem))
+    loaded = builder.build(walker.title or core_title or first_top or title_from_stem(source.stem))
+    loaded.properties = properties
+    loaded.furniture = furniture
+    return loaded

@@ -17,12 +17,13 @@ from collections import Counter
 from dataclasses import dataclass
 
 from .common import joined_lines, pipe_table
-from .pdf_text import PageBlock, page_blocks
+from .pdf_text import LineStyle, PageBlock, page_blocks
 from .ruled_grid import Edges, grids, mostly_filled
 
 _THIN = 2.0  # points: a path this thin is a rule
 _MIN_EDGE = 8.0  # points: shorter paths are marks, not rules
 _SNAP = 2.5  # points: edges this close are one line of the grid
+_MIN_BOX = 40.0  # points: a box around text is at least this wide (and half as high)
 _SHARE = 0.7  # a layout line belongs to a table when this share of its words are the table's
 _PIECE = re.compile(r"[^\W_]+")
 
@@ -31,18 +32,32 @@ _PIECE = re.compile(r"[^\W_]+")
 class PageTable:
     top: float  # for ordering, larger is higher: PDF points from the bottom, or an image's -y
     rows: list[list[str]]
+    bounds: tuple[float, float, float, float] | None = None  # (left, bottom, right, top) in PDF points
 
     @property
     def text(self) -> str:
         return pipe_table(self.rows)
 
 
-def _edges(page: object) -> Edges:
+def page_paths(page: object) -> list[tuple[float, float, float, float]]:
+    """(left, bottom, right, top) of each path object drawn on the page (rules, boxes); a frame or background
+    the size of the page is none of them (joined to a margin's decoration it would make a page-sized grid)."""
     import pypdfium2.raw as raw
 
+    width, height = page.get_size()  # type: ignore[attr-defined]
+    objects = page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH], max_depth=2)  # type: ignore[attr-defined]
+    paths = [tuple(obj.get_bounds()) for obj in objects]
+    return [path for path in paths if not _page_sized(path, width, height)]
+
+
+def _page_sized(path: tuple[float, float, float, float], width: float, height: float) -> bool:
+    left, bottom, right, top = path
+    return right - left > 0.9 * width and top - bottom > 0.5 * height
+
+
+def _edges(paths: list[tuple[float, float, float, float]]) -> Edges:
     edges = Edges()
-    for obj in page.get_objects(filter=[raw.FPDF_PAGEOBJ_PATH], max_depth=2):  # type: ignore[attr-defined]
-        left, bottom, right, top = obj.get_bounds()
+    for left, bottom, right, top in paths:
         width, height = right - left, top - bottom
         if height <= _THIN and width >= _MIN_EDGE:
             edges.horizontal.append(((bottom + top) / 2, left, right))
@@ -54,12 +69,13 @@ def _edges(page: object) -> Edges:
     return edges
 
 
-def page_tables(page: object) -> list[PageTable]:
-    """The ruled tables of a pypdfium2 page, top first; cells read within their bounds."""
+def page_tables(page: object, paths: list[tuple[float, float, float, float]] | None = None) -> list[PageTable]:
+    """The ruled tables of a pypdfium2 page, top first; cells read within their bounds. `paths`: the page's
+    path objects when the caller has read them already (page_paths)."""
     textpage = page.get_textpage()  # type: ignore[attr-defined]
     tables = []
     try:
-        for xs, ys in grids(_edges(page), _SNAP):
+        for xs, ys in grids(_edges(page_paths(page) if paths is None else paths), _SNAP):
             rows = []
             for top, bottom in zip(reversed(ys[1:]), reversed(ys[:-1]), strict=True):  # top row first
                 cells = [
@@ -69,10 +85,34 @@ def page_tables(page: object) -> list[PageTable]:
                 if any(cells):
                     rows.append(cells)
             if mostly_filled(rows):
-                tables.append(PageTable(ys[-1], rows))
+                tables.append(PageTable(ys[-1], rows, (xs[0], ys[0], xs[-1], ys[-1])))
     finally:
         textpage.close()
     return sorted(tables, key=lambda table: -table.top)
+
+
+def page_boxes(
+    paths: list[tuple[float, float, float, float]], tables: list[PageTable], width: float, height: float
+) -> list[tuple[float, float, float, float]]:
+    """Rectangles that frame or shade a block of text (a call-out, a note), outside every ruled table and
+    smaller than the page: (left, bottom, right, top)."""
+    boxes = []
+    for left, bottom, right, top in paths:
+        if right - left < _MIN_BOX or top - bottom < _MIN_BOX / 2:
+            continue
+        if any(_inside((left, bottom, right, top), table.bounds) for table in tables if table.bounds):
+            continue
+        boxes.append((left, bottom, right, top))
+    return boxes
+
+
+def _inside(box: tuple[float, float, float, float], bounds: tuple[float, float, float, float]) -> bool:
+    return (
+        box[0] >= bounds[0] - _SNAP
+        and box[1] >= bounds[1] - _SNAP
+        and box[2] <= bounds[2] + _SNAP
+        and box[3] <= bounds[3] + _SNAP
+    )
 
 
 def _cell_text(text: str) -> str:
@@ -118,9 +158,22 @@ def table_lines(lines: list[str], table: PageTable, taken: set[int]) -> range | 
     return best if best is not None and best_words >= 0.5 * total else None
 
 
-def blocks_with_tables(text: str, tables: list[PageTable], *, layout: bool) -> list[PageBlock]:
-    """The page's blocks, each ruled table in place of the layout lines that held its words."""
+def blocks_with_tables(
+    text: str,
+    tables: list[PageTable],
+    *,
+    layout: bool,
+    styles: list[LineStyle | None] | None = None,
+    headings: bool = True,
+) -> list[PageBlock]:
+    """The page's blocks, each ruled table in place of the layout lines that held its words (`styles` and
+    `headings` as for page_blocks)."""
     lines = text.split("\n")
+
+    def blocks_of(start: int, stop: int | None) -> list[PageBlock]:
+        part = styles[start:stop] if styles is not None else None
+        return page_blocks("\n".join(lines[start:stop]), layout=layout, styles=part, headings=headings)
+
     taken: set[int] = set()
     placed: list[tuple[range, PageTable]] = []
     for table in tables:
@@ -129,12 +182,12 @@ def blocks_with_tables(text: str, tables: list[PageTable], *, layout: bool) -> l
             taken.update(run)
             placed.append((run, table))
     if not placed:
-        return page_blocks(text, layout=layout)
+        return blocks_of(0, None)
     blocks: list[PageBlock] = []
     position = 0
     for run, table in sorted(placed, key=lambda item: item[0].start):
-        blocks += page_blocks("\n".join(lines[position : run.start]), layout=layout)
+        blocks += blocks_of(position, run.start)
         blocks.append(PageBlock("table", table.text))
         position = run.stop
-    blocks += page_blocks("\n".join(lines[position:]), layout=layout)
+    blocks += blocks_of(position, None)
     return blocks

@@ -40,6 +40,17 @@ _SHORT_LINE = 0.6
 # Body text wraps at 60+ characters; a page whose longest line is shorter holds no wrapped lines.
 _FULL_LINE_MIN = 60
 _SENTENCE_END = (".", "!", "?", ":")
+# Lines whose type differs in size by this factor are not one paragraph.
+_SIZE_STEP = 1.1
+
+
+@dataclass(frozen=True)
+class LineStyle:
+    """The type a line is set in, where the text layer says (pdf_lines)."""
+
+    size: float | None  # points
+    bold: bool
+    mono: bool = False  # a fixed-pitch font: code, a listing
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,8 @@ class PageBlock:
     text: str
     level: int = 0
     line_count: int = 1  # how many extracted lines it was made of
+    style: LineStyle | None = None  # the type of its first line, when known
+    uniform: bool = True  # every line of it is set in that type
 
 
 @dataclass
@@ -56,6 +69,7 @@ class _Line:
     indent: int  # leading spaces: the horizontal position in layout mode
     raw: str  # as extracted, trailing spaces removed
     text: str  # whitespace collapsed
+    style: LineStyle | None = None
 
     @property
     def is_item(self) -> bool:
@@ -76,16 +90,17 @@ def clean_page_text(text: str) -> str:
     return _JUNK.sub("", text.replace("\r\n", "\n").replace("\r", "\n").translate(_LIGATURES))
 
 
-def _lines(text: str) -> list[_Line]:
+def _lines(text: str, styles: list[LineStyle | None] | None = None) -> list[_Line]:
     result: list[_Line] = []
     gap = 0
-    for raw in clean_page_text(text).expandtabs().split("\n"):
+    for index, raw in enumerate(clean_page_text(text).expandtabs().split("\n")):
         collapsed = collapse_whitespace(raw)
         if not collapsed:
             gap += 1
             continue
         raw = raw.rstrip()
-        result.append(_Line(gap if result else 0, len(raw) - len(raw.lstrip()), raw, collapsed))
+        style = styles[index] if styles is not None and index < len(styles) else None
+        result.append(_Line(gap if result else 0, len(raw) - len(raw.lstrip()), raw, collapsed, style))
         gap = 0
     return result
 
@@ -101,6 +116,26 @@ def _table_end(lines: list[_Line], start: int) -> int:
         end += 1
     columnar = sum(1 for line in lines[start:end] if line.is_columnar)
     return end if columnar >= 2 else start
+
+
+def _code_end(lines: list[_Line], start: int) -> int:
+    """Index after the run of fixed-pitch lines starting at `start` (== start when there is none)."""
+    end = start
+    while end < len(lines) and lines[end].style is not None and lines[end].style.mono:  # type: ignore[union-attr]
+        if end > start and lines[end].gap > 1:
+            break
+        end += 1
+    return end
+
+
+def _render_code(lines: list[_Line]) -> str:
+    """Fixed-pitch lines as written: their spaces and relative indentation kept."""
+    indent = min(line.indent for line in lines)
+    rows: list[str] = []
+    for line in lines:
+        rows += [""] * min(line.gap, 1) if rows else []
+        rows.append(line.raw[indent:])
+    return "\n".join(rows)
 
 
 def _next_columnar(lines: list[_Line], index: int) -> bool:
@@ -169,9 +204,14 @@ def _starts_block(group: _Group, line: _Line, usual_gap: int, short: float, layo
     if not group.lines:
         return True
     previous = group.lines[-1]
+    if _size_changes(previous, line):
+        return True  # a title over its subtitle, a heading over its text: type set apart is a block
     if line.gap > usual_gap:
-        # Bullets spaced apart are still one list; numbered lines after a gap may be headings.
-        return not (group.list_indent is not None and _same_bullet(group.lines[0], line))
+        # Bullets spaced apart are still one list; numbered lines after a gap may be headings, unless the
+        # type says otherwise: the next number, set like the item before it, is the list's next item.
+        if group.list_indent is None:
+            return True
+        return not (_same_bullet(group.lines[0], line) or _next_item_alike(group, line))
     if group.list_indent is not None:
         if line.is_item:
             # "12. References" then "- SOP-FLT-002 ...": bullets under a numbered heading.
@@ -189,6 +229,25 @@ def _starts_block(group: _Group, line: _Line, usual_gap: int, short: float, layo
     return unwrapped and line.text[:1].isupper()
 
 
+def _next_item_alike(group: _Group, line: _Line) -> bool:
+    items = [item for item in group.lines if item.is_item]
+    last = items[-1] if items else None
+    return (
+        last is not None
+        and last.style is not None
+        and last.style == line.style
+        and line.indent == last.indent
+        and _adjacent_number(_numbering(last.text), _numbering(line.text))
+    )
+
+
+def _size_changes(previous: _Line, line: _Line) -> bool:
+    before, after = previous.style, line.style
+    if before is None or after is None or before.size is None or after.size is None:
+        return False
+    return max(before.size, after.size) >= _SIZE_STEP * min(before.size, after.size)
+
+
 def _paragraphs(lines: list[_Line], layout: bool) -> list[PageBlock]:
     usual_gap = min((line.gap for line in lines[1:]), default=0)
     short = _SHORT_LINE * max(_FULL_LINE_MIN, *(len(line.text) for line in lines))
@@ -200,12 +259,20 @@ def _paragraphs(lines: list[_Line], layout: bool) -> list[PageBlock]:
             text = _join_lines(group.lines)
             kind: BlockKind = "list" if group.list_indent is not None else "paragraph"
             if not _PAGE_NUMBER.match(text):
-                blocks.append(PageBlock(kind, text, line_count=len(group.lines)))
+                style = group.lines[0].style
+                uniform = all(line.style == style for line in group.lines)
+                blocks.append(PageBlock(kind, text, line_count=len(group.lines), style=style, uniform=uniform))
         group.lines.clear()
         group.list_indent = None
 
     index = 0
     while index < len(lines):
+        end = _code_end(lines, index)
+        if end > index:
+            close()
+            blocks.append(PageBlock("code", _render_code(lines[index:end]), line_count=end - index))
+            index = end
+            continue
         end = _table_end(lines, index)
         if end > index:
             close()
@@ -256,12 +323,17 @@ def _mark_headings(blocks: list[PageBlock]) -> list[PageBlock]:
     return result
 
 
-def page_blocks(text: str, *, layout: bool = True) -> list[PageBlock]:
+def page_blocks(
+    text: str, *, layout: bool = True, styles: list[LineStyle | None] | None = None, headings: bool = True
+) -> list[PageBlock]:
     """Blocks of one page in reading order; bare page numbers ('3', 'Page 3 of 9') are dropped.
 
-    `layout` says the text came from pypdf's layout mode (indentation and columns are meaningful).
+    `layout` says the text is layout text (indentation and columns are meaningful); `styles` gives the type
+    of each of its lines where known. With `headings` off, numbered lines are left to the document's own
+    heading rules (pdf_headings) instead of this page's.
     """
-    lines = _lines(text)
+    lines = _lines(text, styles)
     if not lines:
         return []
-    return _mark_headings(_paragraphs(lines, layout))
+    blocks = _paragraphs(lines, layout)
+    return _mark_headings(blocks) if headings else blocks

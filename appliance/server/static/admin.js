@@ -217,6 +217,7 @@
       tr.dataset.documentId = String(doc.id);
       tr.appendChild(el("td", null, doc.id));
       tr.appendChild(el("td", "path", doc.path));
+      tr.appendChild(revisionCell(doc.control));
       tr.appendChild(el("td", null, doc.status + (doc.error ? ": " + doc.error : "")));
       tr.appendChild(el("td", null, doc.chunks));
       tr.appendChild(el("td", null, when(doc.indexed_at)));
@@ -230,6 +231,16 @@
       rows.appendChild(tr);
     });
     $("documents-table").hidden = !data.documents.length;
+  }
+
+  /* The revision a document states ("SOP-CL-004 rev 3, effective 2025-05-01"), flagged when past its review date. */
+  function revisionCell(control) {
+    const cell = el("td", "revision", control && control.label ? String(control.label) : "—");
+    if (control && control.review_overdue) {
+      const cycle = control.review_from_cycle ? " (by its review cycle)" : "";
+      cell.appendChild(el("span", "review-overdue", "Past its review date " + String(control.review || "") + cycle));
+    }
+    return cell;
   }
 
   async function deleteDocument(doc) {

@@ -856,6 +856,7 @@
       li.appendChild(citeButton(c.n));
       const where = [c.section, c.path].filter(Boolean).join(" — ");
       li.appendChild(el("span", "cited-where", where + (Number.isInteger(c.page) ? ", page " + c.page : "")));
+      renderRevision(li, c.document_control, c.section);
       const item = sourceItems.get(c.n);
       const opener = openButton(
         Object.assign({}, item || {}, { document_id: c.document_id, page: c.page, section: c.section, path: c.path }),
@@ -881,6 +882,20 @@
     ui.status.textContent = refused
       ? REFUSAL
       : "Answer ready" + (citations.length ? ", citing " + citations.length + (citations.length > 1 ? " sources." : " source.") : ", without citations.");
+  }
+
+  /* Which revision a citation is from ("SOP-CL-004 rev 3, effective 2025-05-01 › 6.2"), and a flag when the
+   * document is past its review date: the operator must know what he is reading. */
+  function renderRevision(li, control, section) {
+    if (!control || typeof control !== "object") return;
+    if (control.label) {
+      li.appendChild(el("span", "cited-revision", String(control.label) + (section ? " › " + section : "")));
+    }
+    if (control.review_overdue) {
+      const cycle = control.review_from_cycle ? " (by its review cycle)" : "";
+      const text = "Past its review date " + String(control.review || "") + cycle + ": check that this revision is still in force.";
+      li.appendChild(el("span", "review-overdue", text));
+    }
   }
 
   /* The sources' own lines, each under the answer sentence that rewords its source or leaves out its
