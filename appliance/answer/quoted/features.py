@@ -75,6 +75,8 @@ BASE_FEATURES = (
     "fragment",
     "hit_children",
     "best_child_lex",
+    "best_child_steps",
+    "words_share",
 )
 # Each base feature counts differently for a procedure and for a fact (a procedure asked is almost never a
 # Purpose; a fact often is): every base feature crossed with P(procedure) and with 1 - P(procedure), and the
@@ -177,11 +179,15 @@ def base_features(
         for i, s in enumerate(sections)
         if s.heading
     }
+    structure = [_structure(s) for s in sections]
+    root_words = {s.path: s.words for s in sections if not s.heading}
     child_lex: dict[int, float] = {}
+    child_steps: dict[int, int] = {}
     children_hit: dict[int, int] = {}
     for child, parent in parent_of.items():
         if parent is not None:
             child_lex[parent] = max(child_lex.get(parent, 0.0), lex_body[child])
+            child_steps[parent] = max(child_steps.get(parent, 0), structure[child][1])
             children_hit[parent] = children_hit.get(parent, 0) + (1 if candidates[child].hits else 0)
     rows = []
     for index, candidate in enumerate(candidates):
@@ -190,7 +196,7 @@ def base_features(
         body = np.stack(vectors_inside) @ q if vectors_inside else np.zeros(1, dtype=np.float32)
         mean = np.mean(np.stack(vectors_inside), axis=0) if vectors_inside else None
         mean_cos = float(mean @ q / (np.linalg.norm(mean) or 1.0)) if mean is not None else 0.0
-        steps_share, numbered = _structure(section)
+        steps_share, numbered = structure[index]
         children = children_of.get((section.path, section.heading), 0)
         words = section.words
         mass_inside = sum(max(score, 0.0) for _, score, _ in candidate.hits)
@@ -223,6 +229,9 @@ def base_features(
             # question stands for it; hits in several parts speak for the whole
             "hit_children": math.log1p(children_hit.get(index, 0)),
             "best_child_lex": child_lex[index] / lex_body[index] if index in child_lex and lex_body[index] > 0 else 0.0,
+            # a part holding all of a section's numbered steps is the procedure; the rest of the section is read
+            "best_child_steps": child_steps.get(index, 0) / numbered if numbered else 0.0,
+            "words_share": words / max(root_words.get(section.path, words), 1),
         }
         rows.append([features[name] for name in BASE_FEATURES])
     return _within_question(np.asarray(rows, dtype=np.float32))
