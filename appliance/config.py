@@ -368,7 +368,11 @@ class AnswerSettings(Section):
         "matched and says what it left out.",
     )
     excerpt_words: int = Field(
-        70, ge=10, le=2000, description="Most words of the lines a quoted answer shows for a value or a fact."
+        150,
+        ge=10,
+        le=2000,
+        description="Most words of the lines a quoted answer shows for a value or a fact (150: the budget "
+        "scripts/fit_lines.py chose, the most answer phrases shown out of fold).",
     )
     max_sources: int = Field(6, ge=1, le=50, description="Most retrieved chunks given to the model.")
     window_chunks: int = Field(

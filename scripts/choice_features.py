@@ -102,7 +102,7 @@ def dump_question(
                 read.update(catalog.chunks_of_documents(missing))
             return {p: read.get(p, []) for p in paths}
 
-        candidates = gather_candidates(ranked, chunks_of, catalog.documents_named)
+        candidates = gather_candidates(ranked, chunks_of, catalog.documents_named, question=found.searched)
         ids = [c.chunk_id for cand in candidates for c in cand.section.chunks]
         vectors = dict(catalog.embeddings(dict.fromkeys(ids)))
     embedder = searcher.embedder

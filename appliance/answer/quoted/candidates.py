@@ -26,7 +26,7 @@ REFERENCED_DOCUMENTS = 2  # documents named by the hits that join them
 # "SOP-CL-004 section 6.2", "SOP-CL-004, §6", "see section 4.3 of SOP-…": the section number after a name.
 _SECTION_NUMBER = re.compile(r"(?:section|sect\.|sec\.|§)\s*(\d{1,2}(?:\.\d{1,2}){0,3})", re.IGNORECASE)
 MAX_NAMES = 24  # names looked up per question
-_NEAR = 60  # characters after a document's name in which its section number is read
+POINTING_HITS = 10  # the best hits whose text is read for pointers to other documents
 
 
 @dataclass(frozen=True)
@@ -37,7 +37,7 @@ class Candidate:
     hits: tuple[tuple[ChunkRow, float, int], ...]  # the hits inside: chunk, fused score, rank (1 = best)
     document_rank: int  # 1 = the document holding most of the hit mass; 0 = reached only by a reference
     document_mass: float  # its document's positive hit mass against the best document's (0..1)
-    referenced: float  # 1: a hit of another document names this section; 0.5: names its document
+    referenced: float  # 1: a hit of another document names this section (its hits count as inside); 0.5: its document
     refers_out: float  # 1: the section names another indexed document (it points elsewhere)
 
 
@@ -51,6 +51,7 @@ def gather_candidates(
     chunks_of: ChunksOf,
     documents_named: DocumentsNamed | None = None,
     *,
+    question: str = "",
     documents: int = DOCUMENTS,
 ) -> list[Candidate]:
     """Every section of the best `documents` documents of `hits` (chunk, fused score; best first), and of up
@@ -62,7 +63,7 @@ def gather_candidates(
         masses[chunk.path] = masses.get(chunk.path, 0.0) + max(score, 0.0)
     ranked_paths = sorted(masses, key=lambda path: -masses[path])[:documents]
     top_mass = max(masses[ranked_paths[0]], 1e-9)
-    references = _references(hits, ranked_paths, documents_named) if documents_named else {}
+    references = _references(hits, documents_named, question) if documents_named else {}
     extra = [path for path in references if path not in ranked_paths][:REFERENCED_DOCUMENTS]
     by_document = chunks_of([*ranked_paths, *extra])
     ranked_hits = [(chunk, score, rank) for rank, (chunk, score) in enumerate(hits, start=1)]
@@ -70,16 +71,25 @@ def gather_candidates(
     found: list[Candidate] = []
     for position, path in enumerate([*ranked_paths, *extra]):
         sections = document_sections(by_document.get(path, ()))
-        numbers = references.get(path)
-        for section in sections.values():
+        pointers = references.get(path, {})
+        # Two headings over the same chunks (a document's root and the first heading that holds all of it,
+        # its title) are one candidate: the heading is kept.
+        unique: dict[frozenset[str], Section] = {}
+        for section in sorted(sections.values(), key=lambda s: s.depth):
+            unique[section.chunk_ids] = section
+        for section in unique.values():
             inside = tuple(h for h in ranked_hits if h[0].path == path and is_within(h[0].section, section.heading))
+            # A hit that names this section ("see SOP-CL-001 section 6.3") counts as a hit inside it: the
+            # evidence that found the pointer finds what it points to.
+            number = _own_number(section)
+            pointing = tuple(ranked_hits[i] for i in pointers.get(number, ())) if number else ()
             found.append(
                 Candidate(
                     section=section,
-                    hits=inside,
+                    hits=tuple(sorted({*inside, *pointing}, key=lambda h: h[2])),
                     document_rank=position + 1 if path in ranked_paths else 0,
                     document_mass=masses.get(path, 0.0) / top_mass,
-                    referenced=_referenced(section, numbers),
+                    referenced=1.0 if pointing else 0.5 if pointers else 0.0,
                     refers_out=_refers_out(section, path, names),
                 )
             )
@@ -87,41 +97,50 @@ def gather_candidates(
 
 
 def _references(
-    hits: Sequence[tuple[ChunkRow, float]], ranked_paths: Sequence[str], documents_named: DocumentsNamed
-) -> dict[str, set[str]]:
-    """Documents named in the best hits' text ("SOP-CL-004"), with the section numbers named after them."""
-    texts = [chunk.text for chunk, _ in hits[:10]]
-    names = sorted({token for text in texts for token in _strong_names(text)})[:MAX_NAMES]
+    hits: Sequence[tuple[ChunkRow, float]], documents_named: DocumentsNamed, question: str
+) -> dict[str, dict[str, list[int]]]:
+    """Documents named in the best hits' lines ("SOP-CL-004"): for each, the section numbers named on the same
+    line ("section 6.2"; "" for the document alone) and the positions of the hits that name them. Where the
+    question names a tag or an alarm, only the lines naming it point (an alarm guide's row for that alarm, not
+    its neighbours')."""
+    asked = {token.casefold() for token in _strong_names(question)}
+    found: dict[str, dict[str, list[int]]] = {}
+    lines = [
+        (position, line)
+        for position, (chunk, _) in enumerate(hits[:POINTING_HITS])
+        for line in chunk.text.splitlines()
+        if not asked or asked & {token.casefold() for token in _strong_names(line)}
+    ]
+    names = sorted({token for _, line in lines for token in _strong_names(line)})[:MAX_NAMES]
     if not names:
         return {}
     named = documents_named(names)
-    found: dict[str, set[str]] = {}
-    for chunk, _ in hits[:10]:
-        lowered = chunk.text.lower()
+    for position, line in lines:
+        own = hits[position][0].path
         for name, paths in named.items():
             # A document's own number in its own text is no pointer; a name shared by many documents is no name.
-            others = [path for path in paths if path != chunk.path]
-            if not others or len(paths) > 2:
+            others = [path for path in paths if path != own]
+            if not others or len(paths) > 2 or name.lower() not in line.lower():
                 continue
-            for match in re.finditer(re.escape(name.lower()), lowered):
-                window = chunk.text[max(0, match.start() - _NEAR) : match.end() + _NEAR]
-                numbers = {m.group(1) for m in _SECTION_NUMBER.finditer(window)}
-                for path in others:
-                    found.setdefault(path, set()).update(numbers)
+            numbers = {m.group(1) for m in _SECTION_NUMBER.finditer(line)} or {""}
+            for path in others:
+                for number in numbers:
+                    pointed = found.setdefault(path, {}).setdefault(number, [])
+                    if position not in pointed:
+                        pointed.append(position)
     return found
+
+
+def _own_number(section: Section) -> str:
+    """The number a heading starts with ("6.3" of "6.3 Second-stage leak alarm"), else ''."""
+    match = re.match(r"(\d{1,2}(?:\.\d{1,2}){0,3})\.?\s", section.name) if section.heading else None
+    return match.group(1) if match else ""
 
 
 def _strong_names(text: str) -> list[str]:
     """Tags, document numbers and alert names as written (SOP-CL-004, KubePodNotReady)."""
     tokens = (match.group() for match in CANDIDATE.finditer(text))
     return list(dict.fromkeys(t for t in tokens if is_identifier(t) and is_strong_identifier(t)))
-
-
-def _referenced(section: Section, numbers: set[str] | None) -> float:
-    if numbers is None:
-        return 0.0
-    own = section.name.split(" ", 1)[0].rstrip(".")
-    return 1.0 if numbers and own in numbers else 0.5
 
 
 def _document_names(by_document: Mapping[str, Sequence[ChunkRow]]) -> dict[str, str]:

@@ -101,7 +101,7 @@ def choose_section(
     ranker: SectionRanker | None = None,
 ) -> Choice | None:
     """The section to show for `question` from the ranked `hits` (chunk, fused score; best first)."""
-    candidates = gather_candidates(hits, chunks_of, documents_named)
+    candidates = gather_candidates(hits, chunks_of, documents_named, question=question.searched)
     if not candidates:
         return None
     vectors = chunk_vectors([chunk.chunk_id for c in candidates for chunk in c.section.chunks])

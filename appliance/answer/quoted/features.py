@@ -6,8 +6,9 @@ Families of signals:
   heading, with its chunks (the best, the first, and their mean direction): the embedder already read them all
   (the chunks' vectors are the index's own); each as a standard score among the question's candidates, so no
   embedder's scale is in the weights;
-- words: how much of the question's weight (its words' rarity among the candidates' chunks) the section's
-  own heading, its label and its body hold, and a BM25 of the body scaled by the best candidate's;
+- words: how much of the question's weight (its words' rarity among the candidates' chunks) the words its own
+  heading adds to the title and its ancestors, its label and its body hold, and a BM25 of the body scaled by
+  the best candidate's;
 - the search: the best hit inside (by rank), how many, the section's share of its document's hit mass, the
   document's rank and mass;
 - structure: the share of what it holds that an operator acts on (steps, commands, warnings, hold points:
@@ -180,7 +181,9 @@ def base_features(
         if s.heading
     }
     structure = [_structure(s) for s in sections]
-    root_words = {s.path: s.words for s in sections if not s.heading}
+    root_words: dict[str, int] = {}
+    for section in sections:  # the largest section of a document holds all of it
+        root_words[section.path] = max(root_words.get(section.path, 0), section.words)
     child_lex: dict[int, float] = {}
     child_steps: dict[int, int] = {}
     children_hit: dict[int, int] = {}
@@ -206,7 +209,7 @@ def base_features(
             "body_max_cos": float(np.max(body)),
             "body_mean_cos": mean_cos,
             "body_first_cos": float(body[0]),
-            "lex_name": _coverage(stems, idf, _stem_counts(heading_name(section) or section.title)) / total_idf,
+            "lex_name": _coverage(stems, idf, _own_words(section)) / total_idf,
             "lex_label": _coverage(stems, idf, _stem_counts(section.label)) / total_idf,
             "lex_body": lex_body[index],
             "bm25_body": bm25[index] / best_bm25,
@@ -245,6 +248,16 @@ def _within_question(matrix: np.ndarray) -> np.ndarray:
         spread = float(column.std())
         matrix[:, _COLUMN[name]] = (column - column.mean()) / spread if spread > 1e-6 else 0.0
     return matrix
+
+
+def _own_words(section: Section) -> dict[str, int]:
+    """The words a section's heading adds to its document's title and its ancestors' headings ("locked" of
+    "4.3 Locked account"; nothing for the document's root or a heading that repeats the title)."""
+    parts = heading_parts(section.heading)
+    if not parts:
+        return {}
+    context = _stem_counts(" ".join([section.title, *parts[:-1]]))
+    return {word: count for word, count in _stem_counts(heading_name(section)).items() if word not in context}
 
 
 def _children_counts(sections: Sequence[Section]) -> dict[tuple[str, str], int]:
@@ -300,8 +313,9 @@ def _structure(section: Section) -> tuple[float, int]:
 
 
 def _document_hit_mass(candidates: Sequence[Candidate]) -> dict[str, float]:
+    """Each document's positive hit mass: what its largest section (the one holding all of it) holds."""
     mass: dict[str, float] = {}
     for candidate in candidates:
-        if not candidate.section.heading:  # the whole document holds every hit of it
-            mass[candidate.section.path] = sum(max(score, 0.0) for _, score, _ in candidate.hits)
+        inside = sum(max(score, 0.0) for _, score, _ in candidate.hits)
+        mass[candidate.section.path] = max(mass.get(candidate.section.path, 0.0), inside)
     return mass
