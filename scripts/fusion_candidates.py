@@ -1,9 +1,13 @@
-"""Fusion rules measured by scripts/bench_fusion.py, beside the two in appliance/retrieve/fusion.py.
+"""Fusion rules measured by scripts/bench_fusion.py, beside the ones in appliance/retrieve/fusion.py.
 
 Each takes the lexical and the dense list of one query ((key, raw score), best first) and returns
 (key, fused score) best first. The lists' raw scales differ by retriever, by collection and by query
 (negated bm25 is unbounded; cosines of one embedder sit in a narrow band), which is what a fixed
 weight on min-max scores cannot see.
+
+The `unpadded` rules are the library's two score fusions as they were before a short lexical list was
+read as its hits followed by zeros (appliance/retrieve/fusion.py, "Short lexical lists"): the side by
+side of that change.
 """
 
 from __future__ import annotations
@@ -12,7 +16,8 @@ import statistics
 from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
 
-from appliance.retrieve.fusion import reciprocal_rank_fusion, weighted_fusion
+from appliance.retrieve import fusion
+from appliance.retrieve.fusion import min_max, reciprocal_rank_fusion, weighted_fusion
 
 Key = TypeVar("Key", bound=Hashable)
 Scored = Sequence[tuple[Key, float]]
@@ -61,8 +66,9 @@ def _order(lexical: Scored, dense: Scored) -> list[Key]:
 
 
 def zscore_fusion(lexical: Scored, dense: Scored, dense_weight: float = 0.5) -> list[tuple[Key, float]]:
-    """Each list as z-scores over its own top-N; a key missing from a list gets that list's lowest z."""
-    zl, zd = z_scores(lexical), z_scores(dense)
+    """Each list as z-scores over its own top-N, however short; a key missing from a list gets that list's lowest z."""
+    zl: dict[Key, float] = z_scores(lexical)
+    zd: dict[Key, float] = z_scores(dense)
     return _combine(
         zl, zd, dense_weight, min(zl.values(), default=0.0), min(zd.values(), default=0.0), _order(lexical, dense)
     )
@@ -89,6 +95,11 @@ def adaptive_zscore(lexical: Scored, dense: Scored) -> list[tuple[Key, float]]:
     return zscore_fusion(lexical, dense, standout_weight(lexical, dense))
 
 
+def weighted_unpadded(lexical: Scored, dense: Scored, dense_weight: float = 0.5) -> list[tuple[Key, float]]:
+    """Each list min-max scaled over its own top-N, however short; a key missing from a list gets 0 there."""
+    return _combine(min_max(lexical), min_max(dense), dense_weight, 0.0, 0.0, _order(lexical, dense))
+
+
 def _weighted(w: float) -> Fuse:
     return lambda lexical, dense: weighted_fusion(lexical, dense, w)
 
@@ -104,12 +115,14 @@ def _only(which: str) -> Fuse:
 METHODS: dict[str, Fuse] = {
     "lexical": _only("lexical"),
     "dense": _only("dense"),
-    "weighted_0.5 (today)": _weighted(0.5),
+    "weighted_0.5": _weighted(0.5),
+    "weighted_0.5 unpadded (before)": weighted_unpadded,
     "weighted_0.3": _weighted(0.3),
     "weighted_0.7": _weighted(0.7),
     "rrf_60": _rrf(60.0),
     "rrf_10": _rrf(10.0),
-    "zscore_0.5": zscore_fusion,
+    "zscore_0.5 (today)": fusion.zscore_fusion,
+    "zscore_0.5 unpadded (before)": zscore_fusion,
     "adaptive_minmax": adaptive_minmax,
     "adaptive_zscore": adaptive_zscore,
 }
