@@ -42,7 +42,7 @@ from retrieval_views import REPO, SHARED
 
 TAG = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
 RULES: tuple[str, ...] = ("lexical", "dense", "zscore_0.5 unpadded (before)", "zscore_0.5 (today)")
-RULES += ("weighted_0.5 unpadded (before)", "weighted_0.5", "rrf_60")
+RULES += ("weighted_0.5", "weighted_0.5 padded (not adopted)", "rrf_60")
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ Each takes the lexical and the dense list of one query ((key, raw score), best f
 (negated bm25 is unbounded; cosines of one embedder sit in a narrow band), which is what a fixed
 weight on min-max scores cannot see.
 
-The `unpadded` rules are the library's two score fusions as they were before a short lexical list was
-read as its hits followed by zeros (appliance/retrieve/fusion.py, "Short lexical lists"): the side by
-side of that change.
+`zscore_0.5 unpadded (before)` is the library's z-score fusion as it was before a short lexical list was
+read as its hits followed by zeros (appliance/retrieve/fusion.py, "Short lexical lists"), and
+`weighted_0.5 padded` the same reading applied to min-max fusion (measured, not adopted).
 """
 
 from __future__ import annotations
@@ -95,9 +95,13 @@ def adaptive_zscore(lexical: Scored, dense: Scored) -> list[tuple[Key, float]]:
     return zscore_fusion(lexical, dense, standout_weight(lexical, dense))
 
 
-def weighted_unpadded(lexical: Scored, dense: Scored, dense_weight: float = 0.5) -> list[tuple[Key, float]]:
-    """Each list min-max scaled over its own top-N, however short; a key missing from a list gets 0 there."""
-    return _combine(min_max(lexical), min_max(dense), dense_weight, 0.0, 0.0, _order(lexical, dense))
+def weighted_padded(lexical: Scored, dense: Scored, dense_weight: float = 0.5) -> list[tuple[Key, float]]:
+    """Min-max fusion with a lexical list shorter than the dense list scaled from bm25's no match (0) to its best."""
+    lexical_norm: dict[Key, float] = min_max(lexical)
+    if lexical and len(lexical) < len(dense):
+        best = max(score for _, score in lexical)
+        lexical_norm = {key: score / best if best > 0 else 1.0 for key, score in lexical}
+    return _combine(lexical_norm, min_max(dense), dense_weight, 0.0, 0.0, _order(lexical, dense))
 
 
 def _weighted(w: float) -> Fuse:
@@ -116,7 +120,7 @@ METHODS: dict[str, Fuse] = {
     "lexical": _only("lexical"),
     "dense": _only("dense"),
     "weighted_0.5": _weighted(0.5),
-    "weighted_0.5 unpadded (before)": weighted_unpadded,
+    "weighted_0.5 padded (not adopted)": weighted_padded,
     "weighted_0.3": _weighted(0.3),
     "weighted_0.7": _weighted(0.7),
     "rrf_60": _rrf(60.0),

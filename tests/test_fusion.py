@@ -1,6 +1,6 @@
 """Fusion of a short lexical list: a tag the lexical search finds in one or two chunks leads the hybrid
 ranking. A lexical list shorter than the dense list holds every chunk with a query word; the other
-candidates score bm25's no-match 0, and the normalization counts them."""
+candidates score bm25's no-match 0, and z-score fusion counts them."""
 
 from __future__ import annotations
 
@@ -16,13 +16,7 @@ from hypothesis import strategies as st
 
 from appliance.config import Settings
 from appliance.ingest.pipeline import ingest
-from appliance.retrieve.fusion import (
-    min_max,
-    unmatched_candidates,
-    weighted_fusion,
-    z_scores,
-    zscore_fusion,
-)
+from appliance.retrieve.fusion import unmatched_candidates, weighted_fusion, z_scores, zscore_fusion
 from appliance.retrieve.search import Searcher
 
 SCORE_FUSIONS = {"zscore": zscore_fusion, "weighted": weighted_fusion}
@@ -37,8 +31,7 @@ def test_a_short_lexical_list_is_normalized_with_its_unmatched_candidates_at_zer
     assert z_scores([("a", 6.0), ("b", 3.0)], unmatched=2) == pytest.approx(
         {"a": 3.75 / 6.1875**0.5, "b": 0.75 / 6.1875**0.5}
     )
-    assert min_max([("a", 6.0), ("b", 3.0)], unmatched=2) == pytest.approx({"a": 1.0, "b": 0.5})
-    assert min_max([("a", 6.0), ("b", 3.0)]) == pytest.approx({"a": 1.0, "b": 0.0}), "nothing unmatched: as before"
+    assert z_scores([("a", 6.0), ("b", 3.0)]) == pytest.approx({"a": 1.0, "b": -1.0}), "nothing unmatched: as before"
 
 
 def test_the_unmatched_candidates_are_what_the_dense_list_holds_beyond_the_lexical_list() -> None:
@@ -75,17 +68,13 @@ def test_a_lexical_list_as_long_as_the_dense_list_is_standardized_over_itself() 
 scores = st.floats(min_value=0.01, max_value=1000.0, allow_nan=False)
 
 
-@given(
-    lexical_scores=st.lists(scores, min_size=1, max_size=12),
-    surplus=st.integers(min_value=1, max_value=100),
-    fusion=st.sampled_from(sorted(SCORE_FUSIONS)),
-)
+@given(lexical_scores=st.lists(scores, min_size=1, max_size=12), surplus=st.integers(min_value=1, max_value=100))
 def test_with_the_lexical_side_alone_every_chunk_with_a_query_word_scores_above_every_chunk_without(
-    lexical_scores: list[float], surplus: int, fusion: str
+    lexical_scores: list[float], surplus: int
 ) -> None:
     lexical = [(f"hit-{i}", s) for i, s in enumerate(sorted(lexical_scores, reverse=True))]
     dense = [(f"other-{i}", 1.0 - i / 1000) for i in range(len(lexical) + surplus)]
-    fused = dict(SCORE_FUSIONS[fusion](lexical, dense, 0.0))
+    fused = dict(zscore_fusion(lexical, dense, 0.0))
     assert min(fused[key] for key, _ in lexical) > max(fused[key] for key, _ in dense)
 
 
@@ -115,7 +104,7 @@ def test_the_fewer_chunks_hold_the_query_words_the_more_they_count(candidates: i
 def test_score_fusion_does_not_depend_on_the_lexical_scale_however_short_the_list(
     lexical_scores: list[float], surplus: int, scale: float, dense_weight: float, fusion: str
 ) -> None:
-    """bm25 has no fixed scale but a fixed zero (no match), so a short list keeps its shape under any factor."""
+    """bm25 has no fixed scale but a fixed zero (no match): a short list keeps its shape under any factor."""
     lexical = [(f"chunk-{i}", s) for i, s in enumerate(sorted(lexical_scores, reverse=True))]
     dense = [(f"chunk-{i}", 0.9 - i / 100) for i in range(len(lexical) + surplus)]
     rescaled = [(key, s * scale) for key, s in lexical]
@@ -232,7 +221,10 @@ def _under(searcher: Searcher, fusion: str) -> Searcher:
     return Searcher(settings, index=searcher.index, embedder=searcher.embedder)
 
 
-@pytest.mark.parametrize("fusion", SCORE_FUSIONS)
+def _holding(searcher: Searcher, query: str, tag: str) -> set[str]:
+    return {h.chunk_id for h in searcher.search(query, k=50, mode="lexical").hits if tag in h.text}
+
+
 @pytest.mark.parametrize(
     ("query", "tag", "lexical_hits"),
     [
@@ -244,13 +236,22 @@ def _under(searcher: Searcher, fusion: str) -> Searcher:
     ],
 )
 def test_a_tag_the_lexical_search_finds_in_few_chunks_leads_the_hybrid_ranking(
-    plant: Searcher, query: str, tag: str, lexical_hits: int, fusion: str
+    plant: Searcher, query: str, tag: str, lexical_hits: int
 ) -> None:
-    searcher = _under(plant, fusion)
-    holding = {h.chunk_id for h in searcher.search(query, k=50, mode="lexical").hits if tag in h.text}
-    found = searcher.candidates(query, "hybrid", searcher.settings.search.candidates)
+    assert plant.settings.search.fusion == "zscore", "the default"
+    holding = _holding(plant, query, tag)
+    found = plant.candidates(query, "hybrid", plant.settings.search.candidates)
     assert len(found.lexical) == lexical_hits < len(found.dense), "a short lexical list: the case at issue"
-    dense = [h.chunk_id for h in searcher.search(query, k=len(holding), mode="dense").hits]
+    dense = [h.chunk_id for h in plant.search(query, k=len(holding), mode="dense").hits]
     assert set(dense) != holding, "the embedder alone does not put the tag first: the fusion has to"
-    hybrid = [h.chunk_id for h in searcher.search(query, k=len(holding), mode="hybrid").hits]
+    hybrid = [h.chunk_id for h in plant.search(query, k=len(holding), mode="hybrid").hits]
     assert set(hybrid) == holding
+
+
+@pytest.mark.parametrize("fusion", ["weighted", "rrf"])
+def test_a_single_hit_tag_leads_under_the_other_fusion_settings_too(plant: Searcher, fusion: str) -> None:
+    """Min-max gives a list of one full credit, and RRF its first rank; a tie with the dense best goes to the
+    lexical list, which comes first."""
+    searcher = _under(plant, fusion)
+    hybrid = searcher.search("GC-8841", k=1, mode="hybrid").hits
+    assert {h.chunk_id for h in hybrid} == _holding(searcher, "GC-8841", "GC-8841")

@@ -16,12 +16,14 @@
 Short lexical lists. Both retrievers are asked for the same number of candidates; the dense side
 returns that many (or the whole corpus, when it is smaller), the lexical side only the chunks that
 hold a query word. A lexical list shorter than the dense list therefore holds every match there is,
-and each other candidate scores what bm25 gives a chunk without any query word: 0. Both score
-normalizations read a short lexical list as what it stands for, its hits followed by that many
-zeros, so a tag found in one chunk stands far above the rest instead of being its list's mean
-(z = 0, the same as no match at all), and the fewer chunks hold it, the further it stands out.
-Nothing is fitted: the count comes from the lists themselves, and a full lexical list is scored as
-before. Needs lexical scores ≥ 0 with 0 for no match, as negated bm25 is.
+and each other candidate scores what bm25 gives a chunk without any query word: 0. Z-scores read a
+short lexical list as what it stands for, its hits followed by that many zeros, so a tag found in
+one chunk stands far above the rest instead of at its list's mean (z = 0, what no match scored
+too), and the fewer chunks hold it, the further it stands out. Nothing is fitted: the count comes
+from the lists, and a full lexical list is scored as before. Needs lexical scores ≥ 0 with 0 for no
+match, as negated bm25 is. Min-max already gives a list of one full credit; reading its short lists
+the same way was measured and not adopted (docs/measurements/generalization.md, "Short lexical
+lists").
 
 Ties keep the order of first appearance.
 """
@@ -51,14 +53,12 @@ def unmatched_candidates(lexical: Sequence[object], dense: Sequence[object]) -> 
     return max(0, len(dense) - len(lexical))
 
 
-def min_max(scored: Sequence[tuple[Key, float]], unmatched: int = 0) -> dict[Key, float]:
-    """Scores scaled to [0, 1] within the list and its `unmatched` chunks at NO_MATCH; equal scores map to 1."""
+def min_max(scored: Sequence[tuple[Key, float]]) -> dict[Key, float]:
+    """Scores scaled to [0, 1] within the list; a list of equal scores maps to 1."""
     if not scored:
         return {}
     values = [score for _, score in scored]
     low, high = min(values), max(values)
-    if unmatched:
-        low = min(low, NO_MATCH)
     span = high - low
     return {key: (score - low) / span if span > 0 else 1.0 for key, score in scored}
 
@@ -67,8 +67,7 @@ def weighted_fusion(
     lexical: Sequence[tuple[Key, float]], dense: Sequence[tuple[Key, float]], dense_weight: float = 0.5
 ) -> list[tuple[Key, float]]:
     """w·minmax(dense) + (1 − w)·minmax(lexical); lists are (key, raw score), best first."""
-    lexical_norm = min_max(lexical, unmatched_candidates(lexical, dense))
-    return _weighted_sum(lexical, dense, lexical_norm, min_max(dense), dense_weight)
+    return _weighted_sum(lexical, dense, min_max(lexical), min_max(dense), dense_weight)
 
 
 def z_scores(scored: Sequence[tuple[Key, float]], unmatched: int = 0) -> dict[Key, float]:
