@@ -37,11 +37,12 @@ from appliance.retrieve.lexical import lexical_search
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_fusion import DEPTH, Corpus, open_corpus, settings_at
-from fusion_candidates import METHODS
+from fusion_candidates import METHODS, REFERENCE_LENGTH
 from retrieval_views import REPO, SHARED
 
 TAG = re.compile(r"[a-z][a-z0-9]*(?:-[a-z0-9]+)+")
 RULES: tuple[str, ...] = ("lexical", "dense", "zscore_0.5 unpadded (before)", "zscore_0.5 (today)")
+RULES += (f"zscore_0.5 padded to {REFERENCE_LENGTH} (not adopted)",)
 RULES += ("weighted_0.5", "weighted_0.5 padded (not adopted)", "rrf_60")
 
 
