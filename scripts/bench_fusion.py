@@ -8,7 +8,11 @@ For every query the lexical top-100 (the appliance's FTS5 bm25, words + identifi
 top-100 (exact cosine over every chunk's embedding: the index's stored all-MiniLM-L6-v2 vectors, or
 the chunks re-embedded by another embedder) are taken once; each fusion rule of
 scripts/fusion_candidates.py then ranks chunks, documents are ranked by their best chunk, and nDCG@10,
-Recall@10 and Recall@100 are computed with the trec_eval-exact metrics of appliance/evaluate.
+Recall@10 and Recall@100 are computed with the trec_eval-exact metrics of appliance/evaluate. Per
+collection, `short_lexical_lists` counts the queries whose lexical list is shorter than the dense list:
+the only ones the short-list normalization of appliance/retrieve/fusion.py scores differently, and
+`lexical_top_z` the median z-score of the best hit over its full lexical lists (the reference length of
+scripts/fusion_candidates.py's padded-to rule comes from the tune collections' figures).
 
 `--timing` measures the embedders' cost per chunk instead: the same runbook chunks, every embedder in
 turn, several interleaved rounds in one process (run it under the heavy lock).
@@ -164,6 +168,16 @@ def score_methods(corpus: Corpus, judged: Judged, found: dict[str, Any]) -> dict
     return scores
 
 
+def lexical_top_z(found: dict[str, Any]) -> float | None:
+    """The median z-score of the best hit over the full (DEPTH-long) lexical lists: how far a best stands out."""
+    tops = []
+    for lexical, _ in found.values():
+        scores = [score for _, score in lexical]
+        if len(scores) == DEPTH and statistics.pstdev(scores) > 0:
+            tops.append((scores[0] - statistics.fmean(scores)) / statistics.pstdev(scores))
+    return round(statistics.median(tops), 2) if tops else None
+
+
 def verdicts(table: dict[str, dict[str, dict[str, float]]]) -> dict[str, Any]:
     """Per method: on how many untuned collections it reaches the better single retriever's nDCG@10."""
     out: dict[str, Any] = {}
@@ -244,16 +258,26 @@ def main() -> int:
         for name in names:
             model = extra_embedders.load(name, default_path)
             table: dict[str, dict[str, dict[str, float]]] = {}
+            short: dict[str, int] = {}
+            top_z: dict[str, float | None] = {}
             for corpus, judged in pairs:
                 vectors = document_vectors(corpus, name, model, args.cache)
-                table[judged.name] = score_methods(corpus, judged, candidates(corpus, judged, model, vectors))
+                found = candidates(corpus, judged, model, vectors)
+                table[judged.name] = score_methods(corpus, judged, found)
+                short[judged.name] = sum(len(lexical) < len(dense) for lexical, dense in found.values())
+                top_z[judged.name] = lexical_top_z(found)
                 print(
                     f"{name} {judged.name}: "
                     + ", ".join(f"{m} {s['ndcg@10']:.3f}" for m, s in table[judged.name].items()),
                     file=sys.stderr,
                     flush=True,
                 )
-            report["embedders"][name] = {"ndcg_recall": table, "verdicts": verdicts(table)}
+            report["embedders"][name] = {
+                "ndcg_recall": table,
+                "verdicts": verdicts(table),
+                "short_lexical_lists": short,
+                "lexical_top_z": top_z,
+            }
             if args.json:  # after each embedder: a stopped run keeps its figures
                 args.json.write_text(json.dumps(report, indent=1) + "\n")
     print(json.dumps(report, indent=1))

@@ -1,9 +1,15 @@
-"""Fusion rules measured by scripts/bench_fusion.py, beside the two in appliance/retrieve/fusion.py.
+"""Fusion rules measured by scripts/bench_fusion.py, beside the ones in appliance/retrieve/fusion.py.
 
 Each takes the lexical and the dense list of one query ((key, raw score), best first) and returns
 (key, fused score) best first. The lists' raw scales differ by retriever, by collection and by query
 (negated bm25 is unbounded; cosines of one embedder sit in a narrow band), which is what a fixed
 weight on min-max scores cannot see.
+
+`zscore_0.5 unpadded (before)` is the library's z-score fusion as it was before a short lexical list was
+read as its hits followed by zeros (appliance/retrieve/fusion.py, "Short lexical lists"), and
+`weighted_0.5 padded` the same reading applied to min-max fusion; `zscore_0.5 padded to 25` pads a short
+list to a reference length fitted on the tune collections only, not to the dense list's length (both measured,
+not adopted).
 """
 
 from __future__ import annotations
@@ -12,7 +18,8 @@ import statistics
 from collections.abc import Callable, Hashable, Sequence
 from typing import TypeVar
 
-from appliance.retrieve.fusion import reciprocal_rank_fusion, weighted_fusion
+from appliance.retrieve import fusion
+from appliance.retrieve.fusion import min_max, reciprocal_rank_fusion, weighted_fusion
 
 Key = TypeVar("Key", bound=Hashable)
 Scored = Sequence[tuple[Key, float]]
@@ -61,8 +68,9 @@ def _order(lexical: Scored, dense: Scored) -> list[Key]:
 
 
 def zscore_fusion(lexical: Scored, dense: Scored, dense_weight: float = 0.5) -> list[tuple[Key, float]]:
-    """Each list as z-scores over its own top-N; a key missing from a list gets that list's lowest z."""
-    zl, zd = z_scores(lexical), z_scores(dense)
+    """Each list as z-scores over its own top-N, however short; a key missing from a list gets that list's lowest z."""
+    zl: dict[Key, float] = z_scores(lexical)
+    zd: dict[Key, float] = z_scores(dense)
     return _combine(
         zl, zd, dense_weight, min(zl.values(), default=0.0), min(zd.values(), default=0.0), _order(lexical, dense)
     )
@@ -89,6 +97,36 @@ def adaptive_zscore(lexical: Scored, dense: Scored) -> list[tuple[Key, float]]:
     return zscore_fusion(lexical, dense, standout_weight(lexical, dense))
 
 
+def weighted_padded(lexical: Scored, dense: Scored, dense_weight: float = 0.5) -> list[tuple[Key, float]]:
+    """Min-max fusion with a lexical list shorter than the dense list scaled from bm25's no match (0) to its best."""
+    lexical_norm: dict[Key, float] = min_max(lexical)
+    if lexical and len(lexical) < len(dense):
+        best = max(score for _, score in lexical)
+        lexical_norm = {key: score / best if best > 0 else 1.0 for key, score in lexical}
+    return _combine(lexical_norm, min_max(dense), dense_weight, 0.0, 0.0, _order(lexical, dense))
+
+
+# A list of n scores cannot put its best above z = √(n − 1). Over full (top-100) lexical lists the best
+# hit's median z is 4.9 on SciFact train and 4.4 on the runbook tune set (bench_fusion.py's `lexical_top_z`),
+# so a list shorter than 1 + 4.9² ≈ 25 cannot reach a typical best: the reference length of a short list.
+REFERENCE_LENGTH = 25
+
+
+def zscore_padded_to(length: int) -> Fuse:
+    """Z-score fusion with a short lexical list padded with bm25's no match (0) up to `length` candidates only."""
+
+    def fuse(lexical: Scored, dense: Scored) -> list[tuple[Key, float]]:
+        unmatched = max(0, min(len(dense), length) - len(lexical))
+        values = [score for _, score in lexical] + [0.0] * unmatched
+        mean, spread = _stats([(i, v) for i, v in enumerate(values)])
+        zl: dict[Key, float] = {key: (score - mean) / spread for key, score in lexical}
+        zd: dict[Key, float] = z_scores(dense)
+        floor = (min(values, default=0.0) - mean) / spread
+        return _combine(zl, zd, 0.5, floor, min(zd.values(), default=0.0), _order(lexical, dense))
+
+    return fuse
+
+
 def _weighted(w: float) -> Fuse:
     return lambda lexical, dense: weighted_fusion(lexical, dense, w)
 
@@ -104,12 +142,15 @@ def _only(which: str) -> Fuse:
 METHODS: dict[str, Fuse] = {
     "lexical": _only("lexical"),
     "dense": _only("dense"),
-    "weighted_0.5 (today)": _weighted(0.5),
+    "weighted_0.5": _weighted(0.5),
+    "weighted_0.5 padded (not adopted)": weighted_padded,
     "weighted_0.3": _weighted(0.3),
     "weighted_0.7": _weighted(0.7),
     "rrf_60": _rrf(60.0),
     "rrf_10": _rrf(10.0),
-    "zscore_0.5": zscore_fusion,
+    "zscore_0.5 (today)": fusion.zscore_fusion,
+    "zscore_0.5 unpadded (before)": zscore_fusion,
+    f"zscore_0.5 padded to {REFERENCE_LENGTH} (not adopted)": zscore_padded_to(REFERENCE_LENGTH),
     "adaptive_minmax": adaptive_minmax,
     "adaptive_zscore": adaptive_zscore,
 }

@@ -12,6 +12,19 @@
   does not depend on either retriever's scale. Measured on seven collections of which only
   SciFact train was tuned on (scripts/bench_fusion.py, docs/measurements/generalization.md): at least the
   better single retriever on every untuned one, and never below min-max.
+
+Short lexical lists. Both retrievers are asked for the same number of candidates; the dense side
+returns that many (or the whole corpus, when it is smaller), the lexical side only the chunks that
+hold a query word. A lexical list shorter than the dense list therefore holds every match there is,
+and each other candidate scores what bm25 gives a chunk without any query word: 0. Z-scores read a
+short lexical list as what it stands for, its hits followed by that many zeros, so a tag found in
+one chunk stands far above the rest instead of at its list's mean (z = 0, what no match scored
+too), and the fewer chunks hold it, the further it stands out. Nothing is fitted: the count comes
+from the lists, and a full lexical list is scored as before. Needs lexical scores ≥ 0 with 0 for no
+match, as negated bm25 is. Min-max already gives a list of one full credit; reading its short lists
+the same way was measured and not adopted (docs/measurements/generalization.md, "Short lexical
+lists").
+
 Ties keep the order of first appearance.
 """
 
@@ -23,6 +36,8 @@ from typing import TypeVar
 
 Key = TypeVar("Key", bound=Hashable)
 
+NO_MATCH = 0.0  # the lexical score of a chunk that holds none of the query's words
+
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[Key]], k: float = 60.0) -> list[tuple[Key, float]]:
     """Fuse ranked lists (best first)."""
@@ -31,6 +46,11 @@ def reciprocal_rank_fusion(rankings: Sequence[Sequence[Key]], k: float = 60.0) -
         for rank, key in enumerate(ranking, start=1):
             scores[key] = scores.get(key, 0.0) + 1.0 / (k + rank)
     return _sorted(scores)
+
+
+def unmatched_candidates(lexical: Sequence[object], dense: Sequence[object]) -> int:
+    """How many candidates the lexical list leaves out because they hold no query word (see the module's note)."""
+    return max(0, len(dense) - len(lexical))
 
 
 def min_max(scored: Sequence[tuple[Key, float]]) -> dict[Key, float]:
@@ -50,23 +70,32 @@ def weighted_fusion(
     return _weighted_sum(lexical, dense, min_max(lexical), min_max(dense), dense_weight)
 
 
-def z_scores(scored: Sequence[tuple[Key, float]]) -> dict[Key, float]:
-    """(score − mean) / population std over the list; a list of one score, or of equal scores, maps to 0."""
-    if not scored:
-        return {}
-    values = [score for _, score in scored]
-    mean = statistics.fmean(values)
-    spread = statistics.pstdev(values) if len(values) > 1 else 0.0
-    return {key: (score - mean) / spread if spread > 0 else 0.0 for key, score in scored}
+def z_scores(scored: Sequence[tuple[Key, float]], unmatched: int = 0) -> dict[Key, float]:
+    """(score − mean) / population std over the list and its `unmatched` chunks at NO_MATCH.
+
+    A list of one score, or of equal scores, with nothing unmatched maps to 0."""
+    return _standardized(scored, unmatched)[0]
 
 
 def zscore_fusion(
     lexical: Sequence[tuple[Key, float]], dense: Sequence[tuple[Key, float]], dense_weight: float = 0.5
 ) -> list[tuple[Key, float]]:
-    """w·z(dense) + (1 − w)·z(lexical); a key missing from a list gets that list's lowest z-score."""
-    lexical_z, dense_z = z_scores(lexical), z_scores(dense)
-    floors = min(lexical_z.values(), default=0.0), min(dense_z.values(), default=0.0)
-    return _weighted_sum(lexical, dense, lexical_z, dense_z, dense_weight, floors)
+    """w·z(dense) + (1 − w)·z(lexical); a key missing from a list gets that list's lowest z-score
+    (a short lexical list's lowest is its unmatched chunks', NO_MATCH's)."""
+    lexical_z, lexical_floor = _standardized(lexical, unmatched_candidates(lexical, dense))
+    dense_z, dense_floor = _standardized(dense, 0)
+    return _weighted_sum(lexical, dense, lexical_z, dense_z, dense_weight, (lexical_floor, dense_floor))
+
+
+def _standardized(scored: Sequence[tuple[Key, float]], unmatched: int) -> tuple[dict[Key, float], float]:
+    """The list's z-scores over it and `unmatched` NO_MATCH scores, and the lowest z-score of them all."""
+    if not scored:
+        return {}, 0.0
+    values = [score for _, score in scored] + [NO_MATCH] * unmatched
+    mean = statistics.fmean(values)
+    spread = statistics.pstdev(values) if len(values) > 1 else 0.0
+    z = {key: (score - mean) / spread if spread > 0 else 0.0 for key, score in scored}
+    return z, (min(values) - mean) / spread if spread > 0 else 0.0
 
 
 def _weighted_sum(
