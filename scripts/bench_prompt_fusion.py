@@ -11,10 +11,11 @@ Usage: python scripts/bench_prompt_fusion.py [--fusions weighted,zscore] [--json
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.generated.prompt import build_prompt
@@ -22,6 +23,7 @@ from appliance.config import Settings
 from appliance.evaluate.runner import load_qa
 from appliance.models.generation import Generator, load_generator
 from appliance.retrieve.search import Searcher
+from scripts.lib.report import finish
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_perturbations import SETS, indexed_settings
@@ -82,10 +84,7 @@ def main() -> int:
                 print(f"{name} {fusion}: {report[name][fusion]}", file=sys.stderr, flush=True)
             searcher.close()
         generator.close()
-    print(json.dumps(report, indent=1))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=1) + "\n")
-    return 0
+    return finish(report, args.json)
 
 
 if __name__ == "__main__":

@@ -16,18 +16,20 @@ Usage: python scripts/bench_prompt_shapes.py [--json OUT]
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
+
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.generated.prompt import Following, Placement, Source, build_prompt
 from appliance.evaluate.runner import load_qa
 from appliance.index.records import ChunkRow
 from appliance.retrieve.search import Searcher
+from scripts.lib.report import finish
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_perturbations import SETS
@@ -165,10 +167,7 @@ def main() -> int:
                 print(f"{name} {shape}: {report[name][shape]}", file=sys.stderr, flush=True)
         searcher.close()
         generator.close()
-    print(json.dumps(report, indent=1))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=1) + "\n")
-    return 0
+    return finish(report, args.json)
 
 
 if __name__ == "__main__":

@@ -7,4 +7,5 @@ perturb   operator-style rewrites of a question (a typo, a synonym, a pasted ale
 flips     decision flip rates over those rewrites (scripts/bench_perturbations.py)
 paired    paired comparison of two answer-benchmark runs (scripts/bench_answers.py --compare)
 mtrag     MTRAG-UN follow-ups and the evidence decision (scripts/bench_mtrag.py, bench_sop.py)
+report    the end every benchmark shares: the figures as JSON on stdout and in --json FILE
 """
