@@ -12,15 +12,17 @@
 (function () {
   const $ = (id) => document.getElementById(id);
 
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
+  const { el, clear } = window.applianceDom;
 
-  function clear(node) {
-    while (node.firstChild) node.removeChild(node.firstChild);
+  /* A table row's last cell: one button that acts on the row, named for screen readers by `label`. */
+  function actionCell(text, label, onClick) {
+    const cell = el("td");
+    const button = el("button", "secondary", text);
+    button.type = "button";
+    button.setAttribute("aria-label", label);
+    button.addEventListener("click", onClick);
+    cell.appendChild(button);
+    return cell;
   }
 
   function when(value) {
@@ -176,13 +178,7 @@
       tr.appendChild(el("td", null, doc.status + (doc.error ? ": " + doc.error : "")));
       tr.appendChild(el("td", null, doc.chunks));
       tr.appendChild(el("td", null, when(doc.indexed_at)));
-      const cell = el("td");
-      const button = el("button", "secondary", "Delete");
-      button.type = "button";
-      button.setAttribute("aria-label", "Delete document " + doc.path);
-      button.addEventListener("click", () => deleteDocument(doc));
-      cell.appendChild(button);
-      tr.appendChild(cell);
+      tr.appendChild(actionCell("Delete", "Delete document " + doc.path, () => deleteDocument(doc)));
       rows.appendChild(tr);
     });
     $("documents-table").hidden = !data.documents.length;
@@ -323,15 +319,7 @@
       tr.appendChild(el("td", null, when(t.created_at)));
       tr.appendChild(el("td", null, when(t.last_used_at)));
       tr.appendChild(el("td", null, t.active ? "active" : "revoked " + when(t.revoked_at)));
-      const cell = el("td");
-      if (t.active) {
-        const button = el("button", "secondary", "Revoke");
-        button.type = "button";
-        button.setAttribute("aria-label", "Revoke token " + t.name);
-        button.addEventListener("click", () => revoke(t));
-        cell.appendChild(button);
-      }
-      tr.appendChild(cell);
+      tr.appendChild(t.active ? actionCell("Revoke", "Revoke token " + t.name, () => revoke(t)) : el("td"));
       rows.appendChild(tr);
     });
   }

@@ -64,18 +64,9 @@
     viewerClose: $("viewer-close"),
   };
 
-  // ---- small DOM helpers -------------------------------------------------------------------
+  // ---- small DOM helpers (el and clear: dom.js) ----------------------------------------------
 
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
-
-  function clear(node) {
-    while (node.firstChild) node.removeChild(node.firstChild);
-  }
+  const { el, clear } = window.applianceDom;
 
   function show(node, visible) {
     node.hidden = !visible;
