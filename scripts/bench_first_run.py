@@ -4,9 +4,10 @@ For each revision given (`--rev LABEL=REV`, one after the other: a llama.cpp bui
 this repository into a temporary folder, run `make run PORT=…` there with HOME and WHEEL_CACHE inside that
 folder (an empty pip cache and wheel cache, as on a fresh machine; ~/.cache/appliance is never touched),
 and POST the README's question to /v1/ask every few seconds until the clone's own server answers it.
-Every output line of make is timed, so the phases are reported: the llama-cpp-python build, the rest of
-the venv, the model store, the ingest of docs_corpus/ and the server's start; with the CPU seconds of make
-and everything it waited for, and the machine's load average while it ran (the machine may be shared).
+Every output line of make is timed, so the phases are reported (the llama-cpp-python build, the rest of
+the venv, the model store, the ingest of docs_corpus/, the server's start), each with its wall seconds and
+the CPU seconds of make's process group, with the machine's load average while it ran: on a shared machine
+the wall time grows with the load, the CPU seconds hardly do.
 
 Usage: python scripts/bench_first_run.py --rev before=REV --rev after=HEAD [--json OUT]
 """
@@ -16,7 +17,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import resource
 import signal
 import socket
 import statistics
@@ -93,20 +93,37 @@ class LoadSampler(threading.Thread):
             self.stopped.wait(15)
 
 
-def cpu_of_children() -> float:
-    """CPU seconds of the finished children this process waited for (with what they waited for)."""
-    used = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return used.ru_utime + used.ru_stime
+TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def phases(lines: list[tuple[float, str]], end: float) -> dict[str, float]:
-    starts: list[tuple[str, float]] = []
+def cpu_of_group(group: int) -> float:
+    """CPU seconds of a process group so far: each live member's own and its reaped children's
+    (/proc/PID/stat utime, stime, cutime, cstime), so a finished process counts once, in its parent."""
+    total = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[2]) == group:  # fields after the name: state, ppid, pgrp, …; utime is the 12th
+            total += sum(int(value) for value in fields[11:15])
+    return total / TICKS
+
+
+def phases(lines: list[tuple[float, float, str]], end: tuple[float, float]) -> dict[str, dict[str, float]]:
+    """Wall and CPU seconds of each phase, from the (seconds, CPU seconds, line) of make's output."""
+    starts: list[tuple[str, float, float]] = []
     for name, marker in PHASES:
-        at = next((t for t, line in lines if marker in line), None)
+        at = next(((t, cpu) for t, cpu, line in lines if marker in line), None)
         if at is not None:
-            starts.append((name, at))
-    starts.append(("", end))
-    return {name: round(starts[i + 1][1] - at, 1) for i, (name, at) in enumerate(starts[:-1])}
+            starts.append((name, *at))
+    starts.append(("", *end))
+    return {
+        name: {"wall_s": round(starts[i + 1][1] - t, 1), "cpu_s": round(starts[i + 1][2] - cpu, 1)}
+        for i, (name, t, cpu) in enumerate(starts[:-1])
+    }
 
 
 def first_run(label: str, rev: str, timeout: float) -> dict[str, Any]:
@@ -122,7 +139,6 @@ def first_run(label: str, rev: str, timeout: float) -> dict[str, Any]:
         env = {k: v for k, v in env.items() if not k.startswith("APPLIANCE_") and k not in ("MAKEFLAGS", "MAKELEVEL")}
         load = LoadSampler()
         load.start()
-        used_before = cpu_of_children()
         start = time.monotonic()
         make = subprocess.Popen(
             ["make", "run", f"PORT={port}"],
@@ -133,10 +149,12 @@ def first_run(label: str, rev: str, timeout: float) -> dict[str, Any]:
             text=True,
             start_new_session=True,  # its own process group: the server is stopped with it
         )
-        lines: list[tuple[float, str]] = []
+        lines: list[tuple[float, float, str]] = []  # seconds since the start, CPU seconds of make's group, line
         assert make.stdout is not None
         reader = threading.Thread(
-            target=lambda: lines.extend((time.monotonic() - start, line.rstrip()) for line in make.stdout or ()),
+            target=lambda: lines.extend(
+                (time.monotonic() - start, cpu_of_group(make.pid), line.rstrip()) for line in make.stdout or ()
+            ),
             daemon=True,
         )
         reader.start()
@@ -147,7 +165,7 @@ def first_run(label: str, rev: str, timeout: float) -> dict[str, Any]:
                 if answer is not None:
                     break
             time.sleep(3)
-        seconds = time.monotonic() - start
+        seconds, cpu = time.monotonic() - start, cpu_of_group(make.pid)
         load.stopped.set()
         if make.poll() is None:
             os.killpg(make.pid, signal.SIGTERM)
@@ -157,8 +175,8 @@ def first_run(label: str, rev: str, timeout: float) -> dict[str, Any]:
             "revision": sha,
             "answered": answer is not None,
             "first_answer_s": round(seconds, 1) if answer is not None else None,
-            "phases_s": phases(lines, seconds),
-            "cpu_s": round(cpu_of_children() - used_before, 1),
+            "phases": phases(lines, (seconds, cpu)),
+            "cpu_s": round(cpu, 1),
             "load_average": {
                 "mean": round(statistics.mean(load.samples), 2) if load.samples else None,
                 "max": round(max(load.samples), 2) if load.samples else None,
@@ -166,7 +184,7 @@ def first_run(label: str, rev: str, timeout: float) -> dict[str, Any]:
             "answer_kind": answer.get("answer_kind") if answer else None,
         }
         if answer is None:
-            result["make_tail"] = [line for _, line in lines[-20:]]
+            result["make_tail"] = [line for _, _, line in lines[-20:]]
         return result
 
 
@@ -185,7 +203,7 @@ def main() -> int:
         print(
             f"{label} ({run['revision'][:10]}): first answer after {run['first_answer_s']} s, "
             f"{run['cpu_s']} CPU s, load average {run['load_average']['mean']} (max {run['load_average']['max']}); "
-            + ", ".join(f"{name} {s} s" for name, s in run["phases_s"].items()),
+            + ", ".join(f"{name} {p['wall_s']} s ({p['cpu_s']} CPU s)" for name, p in run["phases"].items()),
             file=sys.stderr,
             flush=True,
         )
