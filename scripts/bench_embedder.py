@@ -26,6 +26,8 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
+
 import appliance  # noqa: F401  (offline environment first)
 from appliance.config import load_settings
 from appliance.evaluate.beir_index import eval_settings
@@ -33,6 +35,7 @@ from appliance.evaluate.runner import eval_beir, eval_qa
 from appliance.index.index import Index
 from appliance.ingest.pipeline import ingest
 from appliance.models.embedder_backends import resolve_backend
+from scripts.lib.report import finish
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED = REPO.parent / "shared" / "data"
@@ -145,10 +148,7 @@ def main() -> int:
                 f"ΔnDCG {result['delta_ndcg@10']:+.4f}, gates {'pass' if result['gates_pass'] else 'FAIL'}"
             )
         print(line)
-    print(json.dumps(report, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-    return 0
+    return finish(report, args.json, indent=2)
 
 
 if __name__ == "__main__":

@@ -24,7 +24,6 @@ Usage: python scripts/bench_fusion.py [--embedders minilm,mpnet,nomic] [--collec
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -36,6 +35,8 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
+
 import appliance  # noqa: F401  (offline environment first)
 from appliance.config import Settings, load_settings
 from appliance.evaluate.beir_index import build_beir_index
@@ -45,6 +46,7 @@ from appliance.ingest.pipeline import ingest
 from appliance.models.registry import embedder_path
 from appliance.retrieve.aggregate import aggregate_documents
 from appliance.retrieve.lexical import lexical_search
+from scripts.lib.report import finish, save_report
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import extra_embedders
@@ -278,12 +280,8 @@ def main() -> int:
                 "short_lexical_lists": short,
                 "lexical_top_z": top_z,
             }
-            if args.json:  # after each embedder: a stopped run keeps its figures
-                args.json.write_text(json.dumps(report, indent=1) + "\n")
-    print(json.dumps(report, indent=1))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=1) + "\n")
-    return 0
+            save_report(report, args.json)  # after each embedder: a stopped run keeps its figures
+    return finish(report, args.json)
 
 
 if __name__ == "__main__":

@@ -190,22 +190,31 @@ def plain_llama(inner: LlamaCppGenerator, config: str) -> llama_cpp.Llama:
         )
 
 
-def run_set(name: str, args: argparse.Namespace) -> dict[str, Any]:
-    roots, qa = SETS[name][0](), SETS[name][1]
-    environ = {**os.environ, "APPLIANCE_HOME": str(args.home / name), "APPLIANCE_MODELS_DIR": str(args.models_dir)}
+# The settings drafting needs to keep plain decoding's tokens (docs/measurements/speed.md).
+EXACT_DRAFTING = {"APPLIANCE_GENERATOR_FLASH_ATTN": "true", "APPLIANCE_GENERATOR_KV_CACHE_TYPE": "q8_0"}
+
+
+def recorded_answerer(
+    name: str, home: Path, models_dir: Path, environment: dict[str, str]
+) -> tuple[LlamaCppGenerator, Recording, Answerer]:
+    """Set `name` indexed under home/name and an Answerer whose local generator records its prompts;
+    `environment`: settings (APPLIANCE_*) on top of the defaults."""
+    environ = {**os.environ, "APPLIANCE_HOME": str(home / name), "APPLIANCE_MODELS_DIR": str(models_dir)}
     environ.pop("APPLIANCE_CONFIG", None)
-    if args.drafting:  # the opt-in drafting and the two settings it requires (docs/measurements/speed.md)
-        environ.update(
-            APPLIANCE_GENERATOR_DRAFT="prompt_lookup",
-            APPLIANCE_GENERATOR_FLASH_ATTN="true",
-            APPLIANCE_GENERATOR_KV_CACHE_TYPE="q8_0",
-        )
-    settings = load_settings(environ)
-    ingest(settings, roots)
+    settings = load_settings({**environ, **environment})
+    ingest(settings, SETS[name][0]())
     inner = load_generator(settings)
     assert isinstance(inner, LlamaCppGenerator), "the benchmark compares the local llama_cpp generator"
     recording = Recording(inner)
-    answerer = Answerer(settings, generator=recording)  # type: ignore[arg-type]
+    return inner, recording, Answerer(settings, generator=recording)  # type: ignore[arg-type]
+
+
+def run_set(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    qa = SETS[name][1]
+    # --drafting: the opt-in drafting and the two settings it requires.
+    drafting = {"APPLIANCE_GENERATOR_DRAFT": "prompt_lookup", **EXACT_DRAFTING} if args.drafting else {}
+    inner, recording, answerer = recorded_answerer(name, args.home, args.models_dir, drafting)
+    settings = answerer.settings
     configs = ["defaults", "same"] if args.plain_config == "both" else [args.plain_config]
     plains = {config: plain_llama(inner, config) for config in configs}
     items = [item for item in load_qa(qa) if item.answerable]

@@ -18,7 +18,6 @@ Usage: python scripts/bench_load.py [--questions N] [--policy idle|nice10] [--js
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import shutil
 import signal
@@ -30,6 +29,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
+
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.answerer import Answerer
 from appliance.config import load_settings
@@ -37,6 +38,7 @@ from appliance.evaluate.runner import load_qa
 from appliance.ingest.pipeline import ingest
 from appliance.models.embedder import Embedder
 from appliance.models.registry import embedder_path, load_embedder
+from scripts.lib.report import finish
 
 REPO = Path(__file__).resolve().parent.parent
 RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
@@ -161,10 +163,7 @@ def main() -> int:
             f"query embedding, {name}: p95 {by_condition['quiet']['p95']} ms quiet, "
             f"{by_condition['reindex']['p95']} ms during the reindex (bound 50 ms)"
         )
-    print(json.dumps(report, indent=2))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=2) + "\n")
-    return 0
+    return finish(report, args.json, indent=2)
 
 
 if __name__ == "__main__":

@@ -11,17 +11,20 @@ Usage: python scripts/bench_prompt_fusion.py [--fusions weighted,zscore] [--json
 from __future__ import annotations
 
 import argparse
-import json
 import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
+
 import appliance  # noqa: F401  (offline environment first)
-from appliance.answer.generated.prompt import build_prompt
+from appliance.answer.generated.prompt import Source, build_prompt
 from appliance.config import Settings
-from appliance.evaluate.runner import load_qa
+from appliance.evaluate.runner import QAItem, load_qa
 from appliance.models.generation import Generator, load_generator
 from appliance.retrieve.search import Searcher
+from scripts.lib.report import finish
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_perturbations import SETS, indexed_settings
@@ -32,6 +35,23 @@ REPO = Path(__file__).resolve().parent.parent
 def holds_all(text: str, phrases: tuple[str, ...]) -> bool:
     text = " ".join(text.lower().split())
     return all(" ".join(p.lower().split()) in text for p in phrases)
+
+
+def prompt_coverage(items: Sequence[QAItem], shown: Sequence[Sequence[Source]]) -> dict[str, Any]:
+    """Over the questions, the share whose prompt sources (`shown`, one list a question) hold a gold file,
+    and the share whose sources hold every key phrase of the answer."""
+    gold = sum(
+        any(s.chunk.path in item.gold_files for s in sources) for item, sources in zip(items, shown, strict=True)
+    )
+    phrases = sum(
+        holds_all("\n".join(s.text for s in sources), item.answer_keyphrases)
+        for item, sources in zip(items, shown, strict=True)
+    )
+    return {
+        "questions": len(items),
+        "gold_file_in_prompt": round(gold / len(items), 3),
+        "keyphrases_in_prompt": round(phrases / len(items), 3),
+    }
 
 
 def indexed_corpus(corpus: str, home: Path, models_dir: Path) -> tuple[Settings, Generator, int]:
@@ -59,7 +79,7 @@ def main() -> int:
                 if set_corpus != corpus:
                     continue
                 items = [item for item in load_qa(path) if item.answerable]
-                gold = phrases = 0
+                shown = []
                 for item in items:
                     found = searcher.search(item.question, k=settings.answer.max_sources)
                     rows = searcher.index.catalog.chunks_by_ids([hit.chunk_id for hit in found.hits])
@@ -72,20 +92,12 @@ def main() -> int:
                         following=searcher.index.catalog.following_chunks,
                         window_chunks=settings.answer.window_chunks,
                     )
-                    gold += any(s.chunk.path in item.gold_files for s in prompt.sources)
-                    phrases += holds_all("\n".join(s.text for s in prompt.sources), item.answer_keyphrases)
-                report.setdefault(name, {})[fusion] = {
-                    "questions": len(items),
-                    "gold_file_in_prompt": round(gold / len(items), 3),
-                    "keyphrases_in_prompt": round(phrases / len(items), 3),
-                }
+                    shown.append(prompt.sources)
+                report.setdefault(name, {})[fusion] = prompt_coverage(items, shown)
                 print(f"{name} {fusion}: {report[name][fusion]}", file=sys.stderr, flush=True)
             searcher.close()
         generator.close()
-    print(json.dumps(report, indent=1))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=1) + "\n")
-    return 0
+    return finish(report, args.json)
 
 
 if __name__ == "__main__":

@@ -16,22 +16,24 @@ Usage: python scripts/bench_prompt_shapes.py [--json OUT]
 from __future__ import annotations
 
 import argparse
-import json
 import statistics
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
+
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.generated.prompt import Following, Placement, Source, build_prompt
 from appliance.evaluate.runner import load_qa
 from appliance.index.records import ChunkRow
 from appliance.retrieve.search import Searcher
+from scripts.lib.report import finish
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_perturbations import SETS
-from bench_prompt_fusion import holds_all, indexed_corpus
+from bench_prompt_fusion import indexed_corpus, prompt_coverage
 
 REPO = Path(__file__).resolve().parent.parent
 # name: (candidates k, followers w, documents taken first d, placing); the first is today's default.
@@ -124,7 +126,7 @@ def main() -> int:
                 rows = searcher.index.catalog.chunks_by_ids([hit.chunk_id for hit in found.hits])
                 retrieved[item.id] = [rows[hit.chunk_id] for hit in found.hits]
             for shape, (k, w, d, placing) in SHAPES.items():
-                gold = phrases = 0
+                shown: list[list[Source]] = []
                 documents: list[int] = []
                 tokens: list[int] = []
                 for item in items:
@@ -151,24 +153,18 @@ def main() -> int:
                             window_chunks=w,
                             round_robin=placing == "round robin",
                         )
-                    gold += any(s.chunk.path in item.gold_files for s in sources)
-                    phrases += holds_all("\n".join(s.text for s in sources), item.answer_keyphrases)
+                    shown.append(list(sources))
                     documents.append(len({s.chunk.path for s in sources}))
                     tokens.append(used)
                 report.setdefault(name, {})[shape] = {
-                    "questions": len(items),
-                    "gold_file_in_prompt": round(gold / len(items), 3),
-                    "keyphrases_in_prompt": round(phrases / len(items), 3),
+                    **prompt_coverage(items, shown),
                     "documents_median": statistics.median(documents),
                     "prompt_tokens_median": statistics.median(tokens),
                 }
                 print(f"{name} {shape}: {report[name][shape]}", file=sys.stderr, flush=True)
         searcher.close()
         generator.close()
-    print(json.dumps(report, indent=1))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=1) + "\n")
-    return 0
+    return finish(report, args.json)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
+
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.evidence_sentences import best_sentences, lexical_scores
 from appliance.answer.generated.passages import Window
@@ -47,6 +49,7 @@ from appliance.evaluate.runner import QAItem, load_qa
 from appliance.index.catalog import Catalog
 from appliance.retrieve.search import Searcher
 from appliance.text.sentences import split_sentences
+from scripts.lib.report import finish
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_perturbations import SETS, indexed_settings
@@ -186,10 +189,7 @@ def main() -> int:
             report[run] = entry
             print(f"{run}: {entry}", file=sys.stderr, flush=True)
         searcher.close()
-    print(json.dumps(report, indent=1))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=1) + "\n")
-    return 0
+    return finish(report, args.json)
 
 
 if __name__ == "__main__":

@@ -25,6 +25,8 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
+
 import appliance  # noqa: F401  (offline environment first)
 from appliance.config import Settings
 from appliance.evaluate.beir import load_corpus, load_qrels, load_queries
@@ -32,8 +34,8 @@ from appliance.evaluate.beir_index import build_beir_index
 from appliance.evaluate.metrics import evaluate_run, percentile
 from appliance.retrieve.aggregate import aggregate_documents
 from appliance.retrieve.search import Searcher
+from scripts.lib.beir_options import add_beir_options
 
-REPO = Path(__file__).resolve().parent.parent
 TOKEN = re.compile(r"\w+")
 
 
@@ -47,10 +49,7 @@ def as_docs(pairs: list[tuple[str, float]], k: int = 100) -> dict[str, float]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--beir", type=Path, default=REPO.parent / "shared" / "data" / "scifact")
-    parser.add_argument("--split", default="train")
-    parser.add_argument("--home", type=Path, default=REPO / ".appliance")
-    parser.add_argument("--models-dir", type=Path, default=REPO / "models")
+    add_beir_options(parser)
     parser.add_argument("--limit", type=int, default=0, help="Only the first N judged queries (0 = all).")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()

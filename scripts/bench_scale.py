@@ -378,14 +378,19 @@ def put_files(docs: list[dict[str, Any]], files: Path, on_disk: bool) -> None:
             doc["size"], doc["mtime"] = stat.st_size, stat.st_mtime
 
 
+def step_setup(job: dict[str, Any]) -> tuple[dict[str, Any], Grower, Path, int, tuple[int, ...], Settings]:
+    """What a build or change step works with: the seed, its grower, the home, the size, the HNSW
+    parameters and the home's settings."""
+    seed = load_seed(job["seed"])
+    home, params = Path(job["home"]), tuple(job["params"])
+    return seed, Grower(seed, np.load(job["train"])), home, int(job["size"]), params, home_settings(home, params)
+
+
 def build_step(job: dict[str, Any]) -> dict[str, Any]:
     from appliance.index.index import PIPELINE_SIGNATURE
     from appliance.ingest.pipeline import pipeline_signature
 
-    seed = load_seed(job["seed"])
-    grower = Grower(seed, np.load(job["train"]))
-    home, size, params = Path(job["home"]), int(job["size"]), tuple(job["params"])
-    settings = home_settings(home, params)
+    _, grower, home, size, params, settings = step_setup(job)
     files = home / "files" / "synthetic"
     files.mkdir(parents=True, exist_ok=True)
     catalog = Catalog(settings.catalog_path)
@@ -621,10 +626,7 @@ class SyntheticEmbedder:
 
 def change_step(job: dict[str, Any]) -> dict[str, Any]:
     """Replace 1% of the documents in both stores; then (where files exist) another 1% through reindex."""
-    seed = load_seed(job["seed"])
-    grower = Grower(seed, np.load(job["train"]))
-    home, size, params = Path(job["home"]), int(job["size"]), tuple(job["params"])
-    settings = home_settings(home, params)
+    seed, grower, home, size, _, settings = step_setup(job)
     files = home / "files" / "synthetic"
     n_docs = size // CHUNKS_PER_DOC
     n_change = max(1, round(n_docs * job["fraction"]))

@@ -31,6 +31,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
+
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.generated.prompt import Prompt, build_prompt
 from appliance.answer.generated.support import REWORD_FLOOR
@@ -38,6 +40,7 @@ from appliance.answer.generated.verdict import Verdict, judge_answer
 from appliance.config import Settings
 from appliance.models.generation import Generator, load_generator
 from appliance.retrieve.search import Searcher
+from scripts.lib.report import finish
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from bench_perturbations import indexed_settings
@@ -224,10 +227,7 @@ def measure(args: argparse.Namespace) -> int:
             "right_named": sum(1 for o in mine if o["named"] and not o["wrong"]),
             "wrong_flagged_not_named": [o["sentence"] for o in wrong if o["flagged"] and not o["named"]],
         }
-    print(json.dumps(report, indent=1))
-    if args.json:
-        args.json.write_text(json.dumps(report, indent=1) + "\n")
-    return 0
+    return finish(report, args.json)
 
 
 def main() -> int:

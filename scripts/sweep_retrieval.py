@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
+
 import appliance  # noqa: F401  (offline environment first)
 from appliance.config import Settings
 from appliance.evaluate.beir import load_qrels, load_queries
@@ -28,8 +30,8 @@ from appliance.index.records import ChunkRow
 from appliance.retrieve.aggregate import aggregate_documents
 from appliance.retrieve.fusion import reciprocal_rank_fusion, weighted_fusion
 from appliance.retrieve.search import Searcher
+from scripts.lib.beir_options import add_beir_options
 
-REPO = Path(__file__).resolve().parent.parent
 Scored = list[tuple[ChunkRow, float]]
 
 
@@ -51,10 +53,7 @@ def fuse_chunks(lexical: Scored, dense: Scored, how: str, value: float) -> Score
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--beir", type=Path, default=REPO.parent / "shared" / "data" / "scifact")
-    parser.add_argument("--split", default="train")
-    parser.add_argument("--home", type=Path, default=REPO / ".appliance")
-    parser.add_argument("--models-dir", type=Path, default=REPO / "models")
+    add_beir_options(parser)
     parser.add_argument("--candidates", type=int, default=200)
     parser.add_argument("--json", type=Path, default=None, help="Also write every row to this JSON file.")
     args = parser.parse_args()

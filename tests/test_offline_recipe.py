@@ -60,9 +60,53 @@ def test_the_makefile_builds_llama_cpp_like_the_bundle() -> None:
 
     makefile = (PROJECT_ROOT / "Makefile").read_text(encoding="utf-8")
     assert f"LLAMA_CPU_FLAGS := {CPU_FLAGS}\n" in makefile
-    assert f"$(WHEEL_CACHE)/{CPU_CACHE}/llama_cpp_python-" in makefile
+    assert f"LLAMA_WHEEL := $(WHEEL_CACHE)/{CPU_CACHE}/$(LLAMA_WHEEL_NAME)\n" in makefile
     # Built afresh each time: pip's own cache may hold a wheel of the same sdist built with other flags.
     assert f"pip wheel --no-deps {' '.join(BUILD_OPTIONS)} " in makefile
+
+
+def _llama_wheel(folder: Path, *libraries: str) -> Path:
+    """A stand-in llama-cpp-python wheel of the installed version holding these llama_cpp/lib files."""
+    folder.mkdir(parents=True, exist_ok=True)
+    wheel = folder / f"llama_cpp_python-{metadata.version('llama-cpp-python')}-py3-none-linux_x86_64.whl"
+    with zipfile.ZipFile(wheel, "w") as archive:
+        archive.writestr("llama_cpp/__init__.py", "")
+        for name in ("libllama.so", *libraries):
+            archive.writestr(f"llama_cpp/lib/{name}", b"\x7fELF")
+    return wheel
+
+
+PORTABLE = ("libggml-cpu-x64.so", "libggml-cpu-haswell.so", "libggml-cpu-zen4.so")
+HOST_ONLY = ("libggml-cpu.so",)  # the Makefile's build for this CPU: its CPU code in one library
+
+
+def test_a_cpu_bundle_takes_the_portable_llama_wheel_given_or_cached(tmp_path: Path) -> None:
+    from appliance.offline.wheelhouse import CPU_CACHE, llama_wheel
+
+    for out in ("out1", "out2"):
+        (tmp_path / out).mkdir()
+    given = _llama_wheel(tmp_path / "given", *PORTABLE)
+    copied = llama_wheel(tmp_path / "out1", gpu=None, given=given, cache=None, progress=print)
+    assert copied.read_bytes() == given.read_bytes()
+    cached = _llama_wheel(tmp_path / "cache" / CPU_CACHE, *PORTABLE)
+    copied = llama_wheel(tmp_path / "out2", gpu=None, given=None, cache=tmp_path / "cache", progress=print)
+    assert copied.name == cached.name
+
+
+def test_a_llama_wheel_built_for_one_cpu_never_enters_a_cpu_bundle(tmp_path: Path) -> None:
+    from appliance.offline.wheelhouse import CPU_CACHE, llama_wheel
+
+    for out in ("out", "gpu"):
+        (tmp_path / out).mkdir()
+    host = _llama_wheel(tmp_path / "host", *HOST_ONLY)
+    with pytest.raises(BundleError, match=r"--llama-wheel .*host.* was built for one CPU .*libggml-cpu-x64\.so"):
+        llama_wheel(tmp_path / "out", gpu=None, given=host, cache=None, progress=print)
+    _llama_wheel(tmp_path / "cache" / CPU_CACHE, *HOST_ONLY)  # someone put a host build in the portable cache
+    with pytest.raises(BundleError, match=r"the cached wheel .* was built for one CPU.*delete it"):
+        llama_wheel(tmp_path / "out", gpu=None, given=None, cache=tmp_path / "cache", progress=print)
+    assert not list((tmp_path / "out").glob("*.whl"))
+    # A CUDA target's wheel is built for its GPU, not for every CPU: given, it is taken as it is.
+    assert llama_wheel(tmp_path / "gpu", gpu="cuda", given=host, cache=None, progress=print).is_file()
 
 
 def _recipe(tmp_path: Path, body: str) -> Path:

@@ -8,7 +8,24 @@ import click
 
 from appliance.cli.common import current_settings, echo_json, handle_errors
 from appliance.models.packages import PACKAGED_MODELS, init_store_from_packages, installed
-from appliance.models.store import ModelStore
+from appliance.models.store import ModelStore, StoredModel
+
+
+def _row(store: ModelStore, model: StoredModel) -> dict[str, Any]:
+    size = sum(f.size for f in model.files)
+    return {"role": model.role, "name": model.name, "path": str(store.path_of(model)), "bytes": size}
+
+
+def _print_rows(store: ModelStore, rows: list[dict[str, Any]], last: str, as_json: bool, empty: str = "") -> None:
+    """The rows as JSON, or one model a line (role, name, size, then `last`: its path or its source);
+    `empty` when there is none."""
+    if as_json:
+        echo_json({"store": str(store.root), "models": rows})
+    elif not rows and empty:
+        click.echo(empty)
+    else:
+        for row in rows:
+            click.echo(f"{row['role']:<10} {row['name']:<32} {row['bytes'] / 1e6:8.1f} MB  {row[last]}")
 
 
 def register(cli: click.Group) -> None:
@@ -34,15 +51,7 @@ def register(cli: click.Group) -> None:
         added = init_store_from_packages(
             store, chosen, progress=(lambda _: None) if as_json else (lambda m: click.echo(f"adding {m}", err=True))
         )
-        summary: list[dict[str, Any]] = [
-            {"role": m.role, "name": m.name, "path": str(store.path_of(m)), "bytes": sum(f.size for f in m.files)}
-            for m in added
-        ]
-        if as_json:
-            echo_json({"store": str(store.root), "models": summary})
-        else:
-            for row in summary:
-                click.echo(f"{row['role']:<10} {row['name']:<32} {row['bytes'] / 1e6:8.1f} MB  {row['path']}")
+        _print_rows(store, [_row(store, m) for m in added], "path", as_json)
 
     @models.command("list")
     @click.option("--json", "as_json", is_flag=True, help="Print JSON.")
@@ -53,23 +62,9 @@ def register(cli: click.Group) -> None:
         Example: appliance models list --json
         """
         store = ModelStore(current_settings().models_dir)
-        rows: list[dict[str, Any]] = [
-            {
-                "role": m.role,
-                "name": m.name,
-                "path": str(store.path_of(m)),
-                "source": m.source,
-                "bytes": sum(f.size for f in m.files),
-            }
-            for m in store.models()
-        ]
-        if as_json:
-            echo_json({"store": str(store.root), "models": rows})
-        elif not rows:
-            click.echo(f"the model store {store.root} is empty: run `appliance models init`")
-        else:
-            for row in rows:
-                click.echo(f"{row['role']:<10} {row['name']:<32} {row['bytes'] / 1e6:8.1f} MB  {row['source']}")
+        rows = [{**_row(store, m), "source": m.source} for m in store.models()]
+        empty = f"the model store {store.root} is empty: run `appliance models init`"
+        _print_rows(store, rows, "source", as_json, empty)
 
     @models.command("verify")
     @click.option("--json", "as_json", is_flag=True, help="Print JSON.")

@@ -50,7 +50,8 @@ def register(cli: click.Group) -> None:
         "--llama-wheel",
         type=click.Path(path_type=Path, exists=True, dir_okay=False),
         default=None,
-        help="A llama-cpp-python wheel already built for the target.",
+        help="A llama-cpp-python wheel already built for the target (a CPU bundle takes only the portable build "
+        "with every CPU variant).",
     )
     @click.option("--hf-endpoint", default=None, help="Hugging Face hub endpoint for hf: sources (a mirror).")
     @click.option("--allow-unpinned", is_flag=True, help="Accept hf: sources pinned to a branch only.")

@@ -4,6 +4,7 @@ Three kinds of wheel: the locked dependencies (`pip wheel --no-deps -r requireme
 are copied, the rare sdist is built), llama-cpp-python built for the target (portable CPU build with
 every CPU variant, the best one loaded at run time, or CUDA with --gpu cuda; minutes on 2 cores, so a
 built wheel is cached in ~/.cache/appliance/wheels/<flavour> and reused), and the appliance itself.
+A CPU llama-cpp-python without the variants (the Makefile's quicker build for this host only) is refused.
 SOURCE_DATE_EPOCH is fixed while building so the same sources give the same wheel bytes (and so the
 same manifest).
 """
@@ -16,6 +17,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import zipfile
 from collections.abc import Callable
 from pathlib import Path
 
@@ -27,6 +29,8 @@ GPU_TARGETS = {"cuda": "-DGGML_CUDA=on"}
 # beside libllama (appliance/models/generation/cpu_backends.py picks one). The Makefile builds the same.
 CPU_FLAGS = "-DGGML_NATIVE=OFF -DGGML_BACKEND_DL=ON -DGGML_CPU_ALL_VARIANTS=ON -DCMAKE_INSTALL_BINDIR=llama_cpp/lib"
 CPU_CACHE = "cpu-all-variants"
+# The variant every x86-64 CPU runs: a CPU wheel without it was built for one CPU (the Makefile's host build).
+BASELINE_VARIANT = "llama_cpp/lib/libggml-cpu-x64.so"
 BUILD_OPTIONS = ("--no-cache-dir", "--no-binary", "llama-cpp-python")  # a fresh build, from the sdist
 Progress = Callable[[str], None]
 
@@ -64,6 +68,8 @@ def llama_wheel(
     if given is not None:
         if not given.is_file() or not given.name.startswith("llama_cpp_python-"):
             raise BundleError(f"--llama-wheel {given}: not a llama_cpp_python wheel")
+        if gpu is None:
+            require_portable(given, what=f"--llama-wheel {given}", advice="leave it out and the bundle builds one")
         return Path(shutil.copy2(given, destination / given.name))
     version = metadata.version("llama-cpp-python")
     cache = (cache or default_llama_cache()) / (gpu or CPU_CACHE)
@@ -80,7 +86,23 @@ def llama_wheel(
             what=f"building llama-cpp-python {version} with {flags}",
         )
         cached = sorted(cache.glob(f"llama_cpp_python-{version}-*.whl"))
+    if gpu is None:
+        require_portable(cached[-1], what=f"the cached wheel {cached[-1]}", advice="delete it, the bundle builds one")
     return Path(shutil.copy2(cached[-1], destination / cached[-1].name))
+
+
+def require_portable(wheel: Path, *, what: str, advice: str) -> None:
+    """A CPU bundle runs on hosts it was not built on: its llama-cpp-python must carry every CPU variant."""
+    try:
+        with zipfile.ZipFile(wheel) as archive:
+            names = set(archive.namelist())
+    except (OSError, zipfile.BadZipFile) as exc:
+        raise BundleError(f"{what}: not a readable wheel ({exc})") from exc
+    if BASELINE_VARIANT not in names:
+        raise BundleError(
+            f"{what} was built for one CPU (it has no {BASELINE_VARIANT}): a bundle ships the portable build "
+            f"with every CPU variant ({CPU_FLAGS}): {advice}"
+        )
 
 
 # What the appliance wheel is built from (pyproject's readme and packages). setuptools writes build/ and

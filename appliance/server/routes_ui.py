@@ -57,20 +57,21 @@ def static_file(root: Path, relative: str) -> Path | None:
     return candidate
 
 
+def _page(name: str, what: str) -> Response:
+    page = static_file(STATIC_DIR, name)
+    if page is None:
+        raise _not_found(f"{what} (appliance/server/static/{name})")
+    return FileResponse(page, media_type=_MEDIA_TYPES[".html"])
+
+
 @router.get("/")
 async def index() -> Response:
-    page = static_file(STATIC_DIR, "index.html")
-    if page is None:
-        raise _not_found("the web UI (appliance/server/static/index.html)")
-    return FileResponse(page, media_type=_MEDIA_TYPES[".html"])
+    return _page("index.html", "the web UI")
 
 
 @router.get("/admin")
 async def admin() -> Response:
-    page = static_file(STATIC_DIR, "admin.html")
-    if page is None:
-        raise _not_found("the admin page (appliance/server/static/admin.html)")
-    return FileResponse(page, media_type=_MEDIA_TYPES[".html"])
+    return _page("admin.html", "the admin page")
 
 
 @router.get("/static/{file_path:path}")

@@ -1,27 +1,28 @@
 /* The admin page: index status, files not indexed, reindex, models and audit verification, tokens, the gaps
  * report and feedback, each from its /v1 route with the admin token (the server checks the role).
  *
- * Like the operator page: no external requests, no inline code (strict CSP), the token in sessionStorage
- * only (the same key, so one tab holds one token), and every text from the server reaches the page only
- * through textContent. The Documents section uploads a file (multipart field `file`, XMLHttpRequest for its
+ * Like the operator page: no external requests, no inline code (strict CSP), the token kept by token.js
+ * (sessionStorage only, the operator page's key, so one tab holds one token), and every text from the server
+ * reaches the page only through textContent. The Documents section uploads a file (multipart field `file`, XMLHttpRequest for its
  * progress events) and lists the indexed documents with a Delete button (the server refuses documents that
  * were not uploaded, and the page shows why).
  */
 "use strict";
 
 (function () {
-  const TOKEN_KEY = "appliance.token";
   const $ = (id) => document.getElementById(id);
 
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
+  const { el, clear } = window.applianceDom;
 
-  function clear(node) {
-    while (node.firstChild) node.removeChild(node.firstChild);
+  /* A table row's last cell: one button that acts on the row, named for screen readers by `label`. */
+  function actionCell(text, label, onClick) {
+    const cell = el("td");
+    const button = el("button", "secondary", text);
+    button.type = "button";
+    button.setAttribute("aria-label", label);
+    button.addEventListener("click", onClick);
+    cell.appendChild(button);
+    return cell;
   }
 
   function when(value) {
@@ -30,46 +31,10 @@
     return isNaN(date.getTime()) ? String(value) : date.toISOString().replace("T", " ").replace(/\.\d+Z$/, "Z");
   }
 
-  // ---- token (sessionStorage only) ------------------------------------------------------------
+  // ---- token (token.js: sessionStorage only, the operator page's key) -----------------------------
 
-  function readToken() {
-    try {
-      return sessionStorage.getItem(TOKEN_KEY) || "";
-    } catch (e) {
-      return "";
-    }
-  }
-
-  function writeToken(value) {
-    try {
-      if (value) sessionStorage.setItem(TOKEN_KEY, value);
-      else sessionStorage.removeItem(TOKEN_KEY);
-    } catch (e) {
-      /* storage disabled: the token lives in the field only */
-    }
-  }
-
-  function showTokenState() {
-    const set = Boolean(readToken());
-    $("token-state").textContent = set ? "set" : "not set";
-    $("token-state").classList.toggle("is-set", set);
-  }
-
-  $("token").value = readToken();
-  showTokenState();
-  $("token-form").addEventListener("submit", (event) => {
-    event.preventDefault();
-    writeToken($("token").value.trim());
-    showTokenState();
-    $("token-box").open = false;
-    loadAll();
-  });
-  $("token-clear").addEventListener("click", () => {
-    $("token").value = "";
-    writeToken("");
-    showTokenState();
-    $("token").focus();
-  });
+  const accessToken = window.applianceToken;
+  accessToken.bind(loadAll, null);
 
   // ---- calling the API --------------------------------------------------------------------------
 
@@ -85,9 +50,7 @@
 
   /* JSON of a /v1 route, or null after showing why not (a 401 opens the token box). */
   async function api(method, path, body) {
-    const headers = { Accept: "application/json" };
-    const token = readToken() || $("token").value.trim();
-    if (token) headers.Authorization = "Bearer " + token;
+    const headers = accessToken.withAuth({ Accept: "application/json" });
     if (body !== undefined) headers["Content-Type"] = "application/json";
     let response;
     try {
@@ -112,8 +75,7 @@
       const detail = data && typeof data.detail === "string" ? data.detail : "HTTP " + response.status;
       if (response.status === 401) {
         showError("An admin token is needed", "Enter an admin token under “Access token” at the top. " + detail);
-        $("token-box").open = true;
-        window.setTimeout(() => $("token").focus(), 0);
+        accessToken.ask();
       } else if (response.status === 403) {
         showError("Not allowed", "This page needs an admin token. " + detail);
       } else {
@@ -202,10 +164,6 @@
 
   // ---- documents: upload, list, delete --------------------------------------------------------
 
-  function authHeader() {
-    const token = readToken() || $("token").value.trim();
-    return token ? "Bearer " + token : "";
-  }
 
   async function loadDocuments() {
     const data = await api("GET", "/v1/documents");
@@ -221,13 +179,7 @@
       tr.appendChild(el("td", null, doc.status + (doc.error ? ": " + doc.error : "")));
       tr.appendChild(el("td", null, doc.chunks));
       tr.appendChild(el("td", null, when(doc.indexed_at)));
-      const cell = el("td");
-      const button = el("button", "secondary", "Delete");
-      button.type = "button";
-      button.setAttribute("aria-label", "Delete document " + doc.path);
-      button.addEventListener("click", () => deleteDocument(doc));
-      cell.appendChild(button);
-      tr.appendChild(cell);
+      tr.appendChild(actionCell("Delete", "Delete document " + doc.path, () => deleteDocument(doc)));
       rows.appendChild(tr);
     });
     $("documents-table").hidden = !data.documents.length;
@@ -273,8 +225,8 @@
       const xhr = new XMLHttpRequest();
       xhr.open("POST", "/v1/documents" + (replace ? "?replace=true" : ""));
       xhr.setRequestHeader("Accept", "application/json");
-      const auth = authHeader();
-      if (auth) xhr.setRequestHeader("Authorization", auth);
+      const headers = accessToken.withAuth();
+      if (headers.Authorization) xhr.setRequestHeader("Authorization", headers.Authorization);
       const bar = $("upload-progress");
       bar.value = 0;
       bar.hidden = false;
@@ -378,15 +330,7 @@
       tr.appendChild(el("td", null, when(t.created_at)));
       tr.appendChild(el("td", null, when(t.last_used_at)));
       tr.appendChild(el("td", null, t.active ? "active" : "revoked " + when(t.revoked_at)));
-      const cell = el("td");
-      if (t.active) {
-        const button = el("button", "secondary", "Revoke");
-        button.type = "button";
-        button.setAttribute("aria-label", "Revoke token " + t.name);
-        button.addEventListener("click", () => revoke(t));
-        cell.appendChild(button);
-      }
-      tr.appendChild(cell);
+      tr.appendChild(t.active ? actionCell("Revoke", "Revoke token " + t.name, () => revoke(t)) : el("td"));
       rows.appendChild(tr);
     });
   }

@@ -9,7 +9,6 @@
 "use strict";
 
 (function () {
-  const TOKEN_KEY = "appliance.token";
   const THREAD_KEY = "appliance.thread";
   const THREAD_TURNS = 10; // turns kept in the tab
   const HISTORY_TURNS = 3; // earlier turns sent with a question
@@ -18,11 +17,6 @@
   const $ = (id) => document.getElementById(id);
   const ui = {
     main: $("main"),
-    tokenBox: $("token-box"),
-    tokenForm: $("token-form"),
-    token: $("token"),
-    tokenClear: $("token-clear"),
-    tokenState: $("token-state"),
     form: $("ask-form"),
     question: $("question"),
     ask: $("ask"),
@@ -71,18 +65,9 @@
     viewerClose: $("viewer-close"),
   };
 
-  // ---- small DOM helpers -------------------------------------------------------------------
+  // ---- small DOM helpers (el and clear: dom.js) ----------------------------------------------
 
-  function el(tag, className, text) {
-    const node = document.createElement(tag);
-    if (className) node.className = className;
-    if (text !== undefined && text !== null) node.textContent = String(text);
-    return node;
-  }
-
-  function clear(node) {
-    while (node.firstChild) node.removeChild(node.firstChild);
-  }
+  const { el, clear } = window.applianceDom;
 
   function show(node, visible) {
     node.hidden = !visible;
@@ -97,54 +82,18 @@
     return window.matchMedia && window.matchMedia("(prefers-reduced-motion: reduce)").matches;
   }
 
-  // ---- token (sessionStorage only: gone when the tab closes) --------------------------------
+  // ---- token (token.js: sessionStorage only, gone when the tab closes) ----------------------
 
-  function readToken() {
-    try {
-      return sessionStorage.getItem(TOKEN_KEY) || "";
-    } catch (e) {
-      return "";
-    }
-  }
-
-  function writeToken(value) {
-    try {
-      if (value) sessionStorage.setItem(TOKEN_KEY, value);
-      else sessionStorage.removeItem(TOKEN_KEY);
-    } catch (e) {
-      /* storage disabled: the token lives in the field only */
-    }
-  }
-
-  function currentToken() {
-    return readToken() || ui.token.value.trim();
-  }
-
-  function showTokenState() {
-    const set = Boolean(readToken());
-    ui.tokenState.textContent = set ? "set" : "not set";
-    ui.tokenState.classList.toggle("is-set", set);
-  }
-
-  ui.token.value = readToken();
-  showTokenState();
-
-  ui.tokenForm.addEventListener("submit", (event) => {
-    event.preventDefault();
-    writeToken(ui.token.value.trim());
-    showTokenState();
-    ui.status.textContent = readToken() ? "Token saved for this tab." : "Token cleared.";
-    ui.tokenBox.open = false;
-    ui.question.focus();
-  });
-
-  ui.tokenClear.addEventListener("click", () => {
-    ui.token.value = "";
-    writeToken("");
-    showTokenState();
-    ui.status.textContent = "Token cleared.";
-    ui.token.focus();
-  });
+  const accessToken = window.applianceToken;
+  accessToken.bind(
+    () => {
+      ui.status.textContent = accessToken.saved() ? "Token saved for this tab." : "Token cleared.";
+      ui.question.focus();
+    },
+    () => {
+      ui.status.textContent = "Token cleared.";
+    },
+  );
 
   // ---- state --------------------------------------------------------------------------------
 
@@ -541,13 +490,6 @@
   let viewerDoc = null; // {id, type, page, path}
   let blobUrl = null;
 
-  function authHeaders(extra) {
-    const headers = Object.assign({}, extra || {});
-    const token = currentToken();
-    if (token) headers.Authorization = "Bearer " + token;
-    return headers;
-  }
-
   function openButton(item, chunkId, label) {
     if (!item || !Number.isInteger(item.document_id)) return null;
     const button = el("button", "open-doc secondary", label);
@@ -617,7 +559,7 @@
     try {
       response = await fetch("/v1/documents/" + item.document_id + "/view", {
         method: "POST",
-        headers: authHeaders({ "Content-Type": "application/json" }),
+        headers: accessToken.withAuth({ "Content-Type": "application/json" }),
         body: JSON.stringify(body),
         cache: "no-store",
         credentials: "same-origin",
@@ -676,7 +618,7 @@
     const popup = wanted.type === "pdf" ? window.open("", "_blank") : null;
     let response;
     try {
-      response = await fetch("/v1/documents/" + wanted.id + "/file", { headers: authHeaders(), cache: "no-store" });
+      response = await fetch("/v1/documents/" + wanted.id + "/file", { headers: accessToken.withAuth(), cache: "no-store" });
     } catch (e) {
       if (popup) popup.close();
       ui.viewerStatus.textContent = "Cannot reach the appliance.";
@@ -988,10 +930,9 @@
     let title = problem.title || "Something went wrong";
     let advice = "";
     if (status === 401) {
-      title = readToken() ? "The access token was not accepted" : "An access token is needed";
+      title = accessToken.saved() ? "The access token was not accepted" : "An access token is needed";
       advice = "Enter your access token under “Access token” at the top, then ask again.";
-      ui.tokenBox.open = true;
-      window.setTimeout(() => ui.token.focus(), 0);
+      accessToken.ask();
     } else if (status === 403) {
       title = "Not allowed";
       advice = "This token may not ask questions. Ask the appliance administrator for an operator token.";
@@ -1104,9 +1045,7 @@
     setState("asking");
     ui.status.textContent = "Searching the documents…";
 
-    const headers = { "Content-Type": "application/json", Accept: "text/event-stream" };
-    const token = currentToken();
-    if (token) headers.Authorization = "Bearer " + token;
+    const headers = accessToken.withAuth({ "Content-Type": "application/json", Accept: "text/event-stream" });
 
     let finished = false;
     const current = () => mine === runId;

@@ -2,13 +2,12 @@
  *
  * app.js announces each answer ("appliance:answered", with its request id) and each new question
  * ("appliance:asking"). "Helpful" is sent at once; "Not helpful" opens a reason and a comment first.
- * Rating again replaces the earlier rating (the newest counts). The token is the page's, from
- * sessionStorage; nothing the server says reaches the page except as text.
+ * Rating again replaces the earlier rating (the newest counts). The token is the page's (token.js);
+ * nothing the server says reaches the page except as text.
  */
 "use strict";
 
 (function () {
-  const TOKEN_KEY = "appliance.token";
   const $ = (id) => document.getElementById(id);
   const ui = {
     box: $("feedback"),
@@ -19,20 +18,9 @@
     comment: $("feedback-comment"),
     cancel: $("feedback-cancel"),
     status: $("feedback-status"),
-    token: $("token"),
   };
   if (!ui.box) return;
   let requestId = "";
-
-  function token() {
-    let saved = "";
-    try {
-      saved = sessionStorage.getItem(TOKEN_KEY) || "";
-    } catch (e) {
-      saved = "";
-    }
-    return saved || (ui.token ? ui.token.value.trim() : "");
-  }
 
   function openForm(open) {
     ui.form.hidden = !open;
@@ -48,9 +36,7 @@
   }
 
   async function send(rating, reason, comment) {
-    const headers = { "Content-Type": "application/json" };
-    const secret = token();
-    if (secret) headers.Authorization = "Bearer " + secret;
+    const headers = window.applianceToken.withAuth({ "Content-Type": "application/json" });
     const body = { request_id: requestId, rating: rating };
     if (reason) body.reason = reason;
     if (comment) body.comment = comment;
