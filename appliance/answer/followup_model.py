@@ -105,16 +105,10 @@ class SearchReader:
 
     def rarity(self, word: str) -> float | None:
         """1 for a word one chunk holds, near 0 for one every chunk holds (inverse chunk frequency over log N)."""
-        conn = self.searcher.catalog.conn
+        catalog = self.searcher.catalog
         if self._chunks is None:
-            self._chunks = max(2, int(conn.execute("SELECT count(*) FROM chunks").fetchone()[0]))
-        quoted = '"' + word.replace('"', '""') + '"'
-        try:
-            held = int(
-                conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (quoted,)).fetchone()[0]
-            )
-        except Exception:
-            held = 0
+            self._chunks = max(2, catalog.counts()["chunks"])
+        held = catalog.fulltext.chunks_matching('"' + word.replace('"', '""') + '"')
         if held == 0:
             return None
         return math.log(self._chunks / held) / math.log(self._chunks)

@@ -67,3 +67,12 @@ class FullText:
         except sqlite3.OperationalError:
             return []
         return [text for (text,) in rows]
+
+    def chunks_matching(self, match: str) -> int:
+        """How many chunks' words match (0 for a term the tokenizer reduces to nothing)."""
+        try:
+            return int(
+                self._conn.execute("SELECT count(*) FROM chunks_fts WHERE chunks_fts MATCH ?", (match,)).fetchone()[0]
+            )
+        except sqlite3.OperationalError:
+            return 0

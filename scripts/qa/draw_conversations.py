@@ -39,7 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.ingest.document import LoadedDocument
-from scripts.qa.draw_sections import GROUPS, _load, group_files
+from scripts.qa.draw_sections import GROUPS, group_files, read_document
 from scripts.qa.procedure_outlines import SEPARATOR, heading_paths, section_text
 
 # How the question that stands alone is typed: several look conversational, none needs the conversation.
@@ -82,7 +82,7 @@ def _related(a: str, b: str) -> bool:
 
 
 def _documents(group: str) -> list[LoadedDocument]:
-    docs = [_load(path) for path in group_files(group)]
+    docs = [read_document(path) for path in group_files(group)]
     return [doc for doc in docs if doc is not None and sections_of(doc)]
 
 
@@ -138,7 +138,7 @@ def _capped(text: str, limit: int) -> str:
 def _document(display: str) -> LoadedDocument:
     from scripts.qa.procedure_outlines import resolve
 
-    doc = _load(resolve(display))
+    doc = read_document(resolve(display))
     if doc is None:
         raise SystemExit(f"{display}: cannot be read")
     return doc

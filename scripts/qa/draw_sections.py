@@ -105,7 +105,7 @@ def candidate_sections(
     return found
 
 
-def _load(path: Path) -> LoadedDocument | None:
+def read_document(path: Path) -> LoadedDocument | None:
     try:
         return load_document(path, display_path(path))
     except Exception:  # an unreadable runbook is simply never drawn
@@ -129,7 +129,7 @@ def draw(
             for path in files:
                 if len(taken) >= wanted:
                     break
-                doc = _load(path)
+                doc = read_document(path)
                 if doc is None:
                     continue
                 sections = [
