@@ -364,8 +364,9 @@ class AnswerSettings(Section):
         1000,
         ge=50,
         le=20000,
-        description="Longest procedure shown whole in a quoted answer; a longer one shows the parts the question "
-        "matched and says what it left out.",
+        description="Longest procedure shown whole in a quoted answer; a longer one keeps its steps, warnings and "
+        "hold points before the prose around them (or, when even those do not fit, the parts the question "
+        "matched) and says what it left out.",
     )
     excerpt_words: int = Field(
         150,

@@ -5,7 +5,9 @@ what is shown depends on how the question is read (question.py):
 
 - a procedure (how do I…, what do I do when…): the whole section, in document order: its headings,
   numbered steps and sub-steps, warnings, hold points, tables and commands, verbatim. A section longer
-  than `max_words` is trimmed to the parts the question matched, and every part left out is said
+  than `max_words` keeps its headings and all its steps, commands, warnings and hold points, and drops the
+  prose around them first (a whole SOP chosen for its procedure loses its purpose and scope, not a step);
+  when even the steps do not fit, the parts the question matched are kept. Every part left out is said
   ("6.1 Prepare: steps 1–3 not shown: open the document"), never dropped silently;
 - a value, a fact or a why: the lines that state it (lines.py: the fitted line ranker over the lines of the
   likeliest sections; a table row comes with its header row), with their section's heading, at most
@@ -128,23 +130,37 @@ def _step(item: Item, n: int, matched: set[str]) -> Step:
     )
 
 
+# What a procedure is made of: a long section shown trimmed keeps these before any prose around them.
+DOING = frozenset({"step", "code", "warning", "caution", "hold"})
+
+
 def _trimmed(section: Section, matched: set[str], max_words: int, n: int = 1) -> list[Step]:
-    """Every item of the section when it fits `max_words`; else its headings, the parts holding a matched
-    chunk, and a note for each run of items left out."""
+    """Every item of the section when it fits `max_words`; else its headings and, in this order while they
+    fit, its steps, commands, warnings and hold points (all of them or none: a procedure is not shown with
+    steps missing), the items of the parts holding a matched chunk; a note for each run of items left out."""
     items = list(section.items)
     if section.words <= max_words:
         return [_step(item, n, matched) for item in items]
-    keep = [item.kind == "heading" or item.chunk.chunk_id in matched for item in items]
-    words = sum(len(item.text.split()) for item, kept in zip(items, keep, strict=True) if kept)
-    if words > max_words:
-        # Even the matched parts are too long: keep the matched items and the heading of each part only.
-        keep = [item.kind == "heading" for item in items]
-        budget = max_words - sum(len(i.text.split()) for i, k in zip(items, keep, strict=True) if k)
+    keep = [item.kind == "heading" for item in items]
+    budget = max_words - sum(len(i.text.split()) for i, k in zip(items, keep, strict=True) if k)
+    doing = [i for i, item in enumerate(items) if item.kind in DOING]
+    cost = sum(len(items[i].text.split()) for i in doing)
+    if doing and cost <= budget:
+        for index in doing:
+            keep[index] = True
+        budget -= cost
+    for index in _by_match(items, matched):
+        words = len(items[index].text.split())
+        if not keep[index] and items[index].chunk.chunk_id in matched and words <= budget:
+            keep[index] = True
+            budget -= words
+    if not any(k for k, item in zip(keep, items, strict=True) if item.kind != "heading"):
+        # Nothing matched fits: the items in match order, as many as fit.
         for index in _by_match(items, matched):
-            cost = len(items[index].text.split())
-            if cost <= budget:
+            words = len(items[index].text.split())
+            if words <= budget:
                 keep[index] = True
-                budget -= cost
+                budget -= words
     steps: list[Step] = []
     run: list[Item] = []
     for item, kept in zip(items, keep, strict=True):

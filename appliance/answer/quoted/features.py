@@ -78,6 +78,7 @@ BASE_FEATURES = (
     "best_child_lex",
     "best_child_steps",
     "words_share",
+    "starts_at",
 )
 # Each base feature counts differently for a procedure and for a fact (a procedure asked is almost never a
 # Purpose; a fact often is): every base feature crossed with P(procedure) and with 1 - P(procedure), and the
@@ -184,6 +185,7 @@ def base_features(
     root_words: dict[str, int] = {}
     for section in sections:  # the largest section of a document holds all of it
         root_words[section.path] = max(root_words.get(section.path, 0), section.words)
+    starts_at = _starts_at(sections)
     child_lex: dict[int, float] = {}
     child_steps: dict[int, int] = {}
     children_hit: dict[int, int] = {}
@@ -235,9 +237,28 @@ def base_features(
             # a part holding all of a section's numbered steps is the procedure; the rest of the section is read
             "best_child_steps": child_steps.get(index, 0) / numbered if numbered else 0.0,
             "words_share": words / max(root_words.get(section.path, words), 1),
+            # where the section begins in its document (share of the words before it): what opens a document
+            # (purpose, scope) and what follows (the steps, the records) sit at different places in any format
+            "starts_at": starts_at[index],
         }
         rows.append([features[name] for name in BASE_FEATURES])
     return _within_question(np.asarray(rows, dtype=np.float32))
+
+
+def _starts_at(sections: Sequence[Section]) -> list[float]:
+    """Per section, the share of its document's words (over the chunks the candidates hold) before its first
+    chunk: 0 for the document itself and its first section."""
+    words: dict[str, dict[int, int]] = {}
+    for section in sections:
+        for chunk in section.chunks:
+            words.setdefault(section.path, {})[chunk.ord] = len(chunk.text.split())
+    shares = []
+    for section in sections:
+        counts = words[section.path]
+        first = min((chunk.ord for chunk in section.chunks), default=0)
+        before = sum(n for ord_, n in counts.items() if ord_ < first)
+        shares.append(before / max(sum(counts.values()), 1))
+    return shares
 
 
 def _within_question(matrix: np.ndarray) -> np.ndarray:
