@@ -27,6 +27,7 @@ import numpy as np
 from appliance.answer.generated.abstention import other_subject_reason, stated_values
 from appliance.answer.question import Question
 from appliance.answer.quoted.choice import Choice, Ranked, overlaps
+from appliance.answer.quoted.features import DOING
 from appliance.answer.quoted.lines import default_line_ranker, line_features, pick_lines, section_lines
 from appliance.answer.quoted.sections import Item, Section
 from appliance.index.records import ChunkRow
@@ -130,13 +131,9 @@ def _step(item: Item, n: int, matched: set[str]) -> Step:
     )
 
 
-# What a procedure is made of: a long section shown trimmed keeps these before any prose around them.
-DOING = frozenset({"step", "code", "warning", "caution", "hold"})
-
-
 def _trimmed(section: Section, matched: set[str], max_words: int, n: int = 1) -> list[Step]:
     """Every item of the section when it fits `max_words`; else its headings and, in this order while they
-    fit, its steps, commands, warnings and hold points (all of them or none: a procedure is not shown with
+    fit, its steps, commands, warnings and hold points (DOING: all of them or none: a procedure is not shown with
     steps missing), the items of the parts holding a matched chunk; a note for each run of items left out."""
     items = list(section.items)
     if section.words <= max_words:

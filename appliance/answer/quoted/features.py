@@ -41,6 +41,7 @@ from appliance.text.stopwords import STOPWORDS
 EmbedTexts = Callable[[Sequence[str]], np.ndarray]
 
 # How much of a section's content an operator acts on, by layout kind (text/layout.py).
+DOING = frozenset({"step", "code", "warning", "caution", "hold"})  # what an operator does, not reads
 ACTIONABLE = {"step": 1.0, "code": 1.0, "warning": 1.0, "caution": 1.0, "hold": 1.0, "item": 0.5, "note": 0.3}
 FRAGMENT_WORDS = 30
 _TOKEN = re.compile(r"[^\W_]+(?:[-.][^\W_]+)*")
@@ -79,6 +80,7 @@ BASE_FEATURES = (
     "best_child_steps",
     "words_share",
     "starts_at",
+    "action_hit_rr",
 )
 # Each base feature counts differently for a procedure and for a fact (a procedure asked is almost never a
 # Purpose; a fact often is): every base feature crossed with P(procedure) and with 1 - P(procedure), and the
@@ -186,6 +188,7 @@ def base_features(
     for section in sections:  # the largest section of a document holds all of it
         root_words[section.path] = max(root_words.get(section.path, 0), section.words)
     starts_at = _starts_at(sections)
+    acting = {item.chunk.chunk_id for s in sections for item in s.items if item.kind in DOING}
     child_lex: dict[int, float] = {}
     child_steps: dict[int, int] = {}
     children_hit: dict[int, int] = {}
@@ -240,6 +243,10 @@ def base_features(
             # where the section begins in its document (share of the words before it): what opens a document
             # (purpose, scope) and what follows (the steps, the records) sit at different places in any format
             "starts_at": starts_at[index],
+            # the best hit inside that holds something to do (a step, a command, a warning): a section whose
+            # best hits only restate the subject (a purpose, a meaning) is found but does not say what to do
+            "action_hit_rr": 1.0
+            / min((rank for chunk, _, rank in candidate.hits if chunk.chunk_id in acting), default=math.inf),
         }
         rows.append([features[name] for name in BASE_FEATURES])
     return _within_question(np.asarray(rows, dtype=np.float32))
