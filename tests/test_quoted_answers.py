@@ -16,10 +16,10 @@ from click.testing import CliRunner
 from appliance.answer.answerer import Answerer
 from appliance.answer.generated.prompt import REFUSAL
 from appliance.answer.question import read_question
-from appliance.answer.quoted.answer import quote_answer
+from appliance.answer.quoted.answer import Quoted, quote_answer
 from appliance.answer.quoted.candidates import Candidate
 from appliance.answer.quoted.choice import Choice, Ranked
-from appliance.answer.quoted.sections import document_sections
+from appliance.answer.quoted.sections import Section, document_sections
 from appliance.cli.main import cli
 from appliance.config import Settings
 from appliance.ingest.pipeline import ingest
@@ -178,27 +178,37 @@ def test_a_section_about_a_sibling_of_what_the_question_names_is_refused(indexed
     assert result.evidence and all(item.n is None for item in result.evidence)
 
 
-def test_a_procedure_longer_than_the_limit_shows_the_matched_parts_and_says_what_it_left_out(
-    indexed: Settings,
-) -> None:
-    answerer = quoted(indexed)
+def shown_from(answerer: Answerer, heading: str, hit_text: str, text: str, max_words: int) -> tuple[Section, Quoted]:
+    """The quoted answer to `text` when the choice is the section `heading` of SOP-CL-004, hit at the chunk
+    holding `hit_text`, with `max_words` to show."""
     catalog = answerer.searcher.catalog
     chunks = catalog.chunks_of_documents(["plant/SOP-CL-004.md"])["plant/SOP-CL-004.md"]
-    procedure = document_sections(chunks)["SOP-CL-004 Chlorine Container Change › 6. Procedure"]
-    matched = [c for c in procedure.chunks if "VLV-4501-A." in c.text]
-    candidate = Candidate(procedure, ((matched[0], 1.0, 1),), 1, 1.0, 0.0, 0.0)
-    choice = Choice(Ranked(candidate, 1.0), [Ranked(candidate, 1.0)])
-    text = "How do I isolate the empty bank?"
+    section = document_sections(chunks)[heading]
+    hit = next(c for c in section.chunks if hit_text in c.text)
+    candidate = Candidate(section, ((hit, 1.0, 1),), 1, 1.0, 0.0, 0.0)
     question = read_question(text, text, text, answerer.searcher.embedder.embed_query(text))
     assert question.kind == "procedure"
     result = quote_answer(
         question,
-        choice,
-        [(matched[0], 1.0)],
+        Choice(Ranked(candidate, 1.0), [Ranked(candidate, 1.0)]),
+        [(hit, 1.0)],
         chunks_of=catalog.chunks_of_documents,
         embed_texts=answerer.searcher.embedder.embed,
-        max_words=40,
+        max_words=max_words,
         excerpt_words=70,
+    )
+    return section, result
+
+
+def test_a_procedure_longer_than_the_limit_shows_the_matched_parts_and_says_what_it_left_out(
+    indexed: Settings,
+) -> None:
+    _, result = shown_from(
+        quoted(indexed),
+        "SOP-CL-004 Chlorine Container Change › 6. Procedure",
+        "VLV-4501-A.",
+        "How do I isolate the empty bank?",
+        max_words=40,
     )
     omitted = [step for step in result.steps if step.kind == "omitted"]
     assert omitted and all(step.text == "" and "not shown" in (step.note or "") for step in omitted)
@@ -212,25 +222,12 @@ def test_a_procedure_longer_than_the_limit_shows_the_matched_parts_and_says_what
 
 def test_a_whole_sop_longer_than_the_limit_drops_the_prose_around_the_steps_not_a_step(indexed: Settings) -> None:
     answerer = quoted(indexed)
-    catalog = answerer.searcher.catalog
-    chunks = catalog.chunks_of_documents(["plant/SOP-CL-004.md"])["plant/SOP-CL-004.md"]
-    whole = document_sections(chunks)["SOP-CL-004 Chlorine Container Change"]
-    purpose = [c for c in whole.chunks if "without a release of chlorine" in c.text]
-    candidate = Candidate(whole, ((purpose[0], 1.0, 1),), 1, 1.0, 0.0, 0.0)
-    choice = Choice(Ranked(candidate, 1.0), [Ranked(candidate, 1.0)])
-    text = "How do I change a chlorine container?"
-    question = read_question(text, text, text, answerer.searcher.embedder.embed_query(text))
+    heading, text = "SOP-CL-004 Chlorine Container Change", "How do I change a chlorine container?"
+    whole, _ = shown_from(answerer, heading, "without a release of chlorine", text, max_words=10_000)
     steps_words = sum(len(item.text.split()) for item in whole.items if item.kind in ("heading", "step", "warning"))
     assert steps_words < whole.words
-    result = quote_answer(
-        question,
-        choice,
-        [(purpose[0], 1.0)],
-        chunks_of=catalog.chunks_of_documents,
-        embed_texts=answerer.searcher.embedder.embed,
-        max_words=steps_words,  # room for the steps, not for the prose around them
-        excerpt_words=70,
-    )
+    # room for the steps, not for the prose around them
+    _, result = shown_from(answerer, heading, "without a release of chlorine", text, max_words=steps_words)
     shown = [step.text for step in result.steps]
     numbered = [item.text for item in whole.items if item.kind in ("step", "warning")]
     assert [t for t in shown if t in numbered] == numbered  # every step and warning, in order
