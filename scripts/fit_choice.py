@@ -44,6 +44,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from appliance.answer.question import GRAMMAR_KINDS, ngrams, reading_inputs
 from appliance.answer.quoted.features import BASE_FEATURES, FEATURES, heading_words, model_features, with_question
 from appliance.answer.quoted.sections import is_within
+from appliance.config import AnswerSettings
 
 REPO = Path(__file__).resolve().parent.parent
 GROUPS = ("docs_corpus", "openshift", "gitlab", "ir-prometheus")
@@ -193,9 +194,9 @@ def fit_ranker(questions: Sequence[dict[str, Any]], reading: Reading, l2: tuple[
 
 
 RIGHT_WITHIN = 1.5  # a choice is right when it holds what the best does and is at most this much longer
-# A procedure longer than this is shown trimmed to its matched parts (config answer.max_procedure_words, its
-# default): whether the parts shown hold every step is not known here, so such a choice never counts as complete.
-SHOWN_WHOLE_WORDS = 1000
+# A procedure longer than this is shown trimmed (config answer.max_procedure_words, its default): whether the
+# parts shown hold every step is not known here, so such a choice never counts as complete.
+SHOWN_WHOLE_WORDS = AnswerSettings().max_procedure_words
 
 
 def outcome(question: dict[str, Any], index: int | None) -> dict[str, Any]:

@@ -32,6 +32,7 @@ from appliance.answer.results import (  # noqa: F401  (the records callers impor
     EvidenceItem,
     EvidenceSentence,
     ShownSection,
+    ms_since,
     refusal_result,
 )
 from appliance.config import AnswerMode, Settings
@@ -135,7 +136,7 @@ class Answerer:
                 t = time.perf_counter()
                 read = self._read(question, standalone, found)
                 quoted = self._quote(read, found.hits, rows)
-                timings["sections"] = _ms(t)
+                timings["sections"] = ms_since(t)
         timings["retrieve"] = found.timings_ms.get("total", 0.0) - found.timings_ms.get("rerank", 0.0)
         if standalone.method != "none":
             timings["rewrite"] = standalone.ms
@@ -229,7 +230,7 @@ class Answerer:
             if hit.chunk_id in rows
         ]
         yield AnswerEvent("evidence", evidence=closest)
-        timings["total"] = _ms(started)
+        timings["total"] = ms_since(started)
         yield AnswerEvent("done", result=refusal_result(question, closest, timings, found.evidence.reason))
 
 
@@ -248,10 +249,6 @@ def _as_asked(result: AnswerResult, asked: str, standalone: Standalone, found: S
     result.did_you_mean = found.did_you_mean
     result.evidence_confidence = round(float(found.evidence.probability), 4)
     return result
-
-
-def _ms(since: float) -> float:
-    return (time.perf_counter() - since) * 1000.0
 
 
 def _read_once(

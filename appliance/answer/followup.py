@@ -30,6 +30,7 @@ from dataclasses import dataclass
 from typing import Literal, Protocol
 
 from appliance.answer.followup_model import FollowupModel, Reader, fitted_model, signals
+from appliance.answer.results import ms_since
 from appliance.models.generation import ChatMessage
 from appliance.text.stopwords import STOPWORDS
 from appliance.text.tokens import WORD
@@ -163,17 +164,13 @@ def standalone_question(
         previous = earlier_questions(history, max_turns, known)[-1]
         probability = decision.probability(signals(question, previous, rule, reader))
         if probability < decision.threshold:
-            return Standalone(question, question, method, _ms(started), needs_conversation=probability)
+            return Standalone(question, question, method, ms_since(started), needs_conversation=probability)
     if method == "rule" or generator is None:
-        return Standalone(rule, question, "rule", _ms(started), needs_conversation=probability)
+        return Standalone(rule, question, "rule", ms_since(started), needs_conversation=probability)
     text, _ = generator.complete(rewrite_messages(question, history, max_turns, system), max_tokens=REWRITE_MAX_TOKENS)
     rewrite = clean_model_rewrite(text)
     if method == "model":
-        return Standalone(rewrite or question, question, "model", _ms(started), needs_conversation=probability)
+        return Standalone(rewrite or question, question, "model", ms_since(started), needs_conversation=probability)
     if acceptable_rewrite(rewrite, question):
-        return Standalone(rewrite, question, "both", _ms(started), needs_conversation=probability)
-    return Standalone(rule, question, "both", _ms(started), fallback=True, needs_conversation=probability)
-
-
-def _ms(since: float) -> float:
-    return (time.perf_counter() - since) * 1000.0
+        return Standalone(rewrite, question, "both", ms_since(started), needs_conversation=probability)
+    return Standalone(rule, question, "both", ms_since(started), fallback=True, needs_conversation=probability)

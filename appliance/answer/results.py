@@ -4,6 +4,7 @@ audit read. Field names are the API's contract; fields are added, never renamed.
 
 from __future__ import annotations
 
+import time
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
@@ -172,3 +173,8 @@ def refusal_result(question: str, closest: list[EvidenceItem], timings: dict[str
         refusal_reason=reason,
         answer_kind="refusal",
     )
+
+
+def ms_since(started: float) -> float:
+    """Milliseconds since `started` (a time.perf_counter() reading): what `timings_ms` holds."""
+    return (time.perf_counter() - started) * 1000.0

@@ -8,7 +8,6 @@ writes), then the tokens, then the finished result.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -18,7 +17,7 @@ from appliance.answer.evidence_items import evidence_item
 from appliance.answer.generated.prompt import REFUSAL, Prompt, build_prompt
 from appliance.answer.generated.verdict import judge_answer
 from appliance.answer.ocr_trust import ocr_note, untrusted_sources
-from appliance.answer.results import AnswerEvent, AnswerResult, Citation, EvidenceItem, refusal_result
+from appliance.answer.results import AnswerEvent, AnswerResult, Citation, EvidenceItem, ms_since, refusal_result
 from appliance.config import Settings
 from appliance.index.records import ChunkRow
 from appliance.models.generation import ChatMessage, Generator
@@ -62,7 +61,7 @@ def generated_events(
             if hit.chunk_id in rows
         ]
         yield AnswerEvent("evidence", evidence=closest)
-        timings["total"] = _ms(started)
+        timings["total"] = ms_since(started)
         reason = (
             f"no passage fits the prompt budget of {budget} tokens "
             "(settings answer.max_prompt_tokens, generator.n_ctx, generator.max_tokens)"
@@ -90,11 +89,11 @@ def generated_events(
     with generator.stream(messages, max_tokens=settings.generator.max_tokens) as stream:
         for piece in stream:
             if first_token_ms is None and piece.strip():
-                first_token_ms = _ms(started)
+                first_token_ms = ms_since(started)
             pieces.append(piece)
             yield AnswerEvent("token", text=piece)
-    timings["first_token"] = first_token_ms if first_token_ms is not None else _ms(started)
-    timings["total"] = _ms(started)
+    timings["first_token"] = first_token_ms if first_token_ms is not None else ms_since(started)
+    timings["total"] = ms_since(started)
     result = checked_answer(question, "".join(pieces), prompt, evidence, timings, stream.stats, settings, embed)
     result.model = generator.model_id
     yield AnswerEvent("done", result=result)
@@ -180,7 +179,3 @@ def _generation_stats(stats: Any) -> dict[str, Any]:
         "draft_tokens": stats.draft_tokens,
         "accepted_tokens": stats.accepted_tokens,
     }
-
-
-def _ms(since: float) -> float:
-    return (time.perf_counter() - since) * 1000.0

@@ -134,7 +134,7 @@ def _step(item: Item, n: int, matched: set[str]) -> Step:
 def _trimmed(section: Section, matched: set[str], max_words: int, n: int = 1) -> list[Step]:
     """Every item of the section when it fits `max_words`; else its headings and, in this order while they
     fit, its steps, commands, warnings and hold points (DOING: all of them or none: a procedure is not shown with
-    steps missing), the items of the parts holding a matched chunk; a note for each run of items left out."""
+    steps missing), its matched items; a note for each run of items left out."""
     items = list(section.items)
     if section.words <= max_words:
         return [_step(item, n, matched) for item in items]
@@ -142,22 +142,14 @@ def _trimmed(section: Section, matched: set[str], max_words: int, n: int = 1) ->
     budget = max_words - sum(len(i.text.split()) for i, k in zip(items, keep, strict=True) if k)
     doing = [i for i, item in enumerate(items) if item.kind in DOING]
     cost = sum(len(items[i].text.split()) for i in doing)
-    if doing and cost <= budget:
+    if doing and cost <= budget:  # all of them or none
         for index in doing:
             keep[index] = True
         budget -= cost
-    for index in _by_match(items, matched):
-        words = len(items[index].text.split())
-        if not keep[index] and items[index].chunk.chunk_id in matched and words <= budget:
-            keep[index] = True
-            budget -= words
+    order = _by_match(items, matched)
+    budget = _fill(items, keep, [i for i in order if items[i].chunk.chunk_id in matched], budget)
     if not any(k for k, item in zip(keep, items, strict=True) if item.kind != "heading"):
-        # Nothing matched fits: the items in match order, as many as fit.
-        for index in _by_match(items, matched):
-            words = len(items[index].text.split())
-            if words <= budget:
-                keep[index] = True
-                budget -= words
+        _fill(items, keep, order, budget)  # nothing matched fits: the items in match order, as many as fit
     steps: list[Step] = []
     run: list[Item] = []
     for item, kept in zip(items, keep, strict=True):
@@ -171,6 +163,16 @@ def _trimmed(section: Section, matched: set[str], max_words: int, n: int = 1) ->
     if run:
         steps.append(_omitted(run, n))
     return steps
+
+
+def _fill(items: Sequence[Item], keep: list[bool], order: Sequence[int], budget: int) -> int:
+    """Keep the items at `order` that are not kept yet, in that order, while they fit; the budget left."""
+    for index in order:
+        words = len(items[index].text.split())
+        if not keep[index] and words <= budget:
+            keep[index] = True
+            budget -= words
+    return budget
 
 
 def _by_match(items: Sequence[Item], matched: set[str]) -> list[int]:

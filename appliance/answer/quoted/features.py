@@ -42,7 +42,7 @@ EmbedTexts = Callable[[Sequence[str]], np.ndarray]
 
 # How much of a section's content an operator acts on, by layout kind (text/layout.py).
 DOING = frozenset({"step", "code", "warning", "caution", "hold"})  # what an operator does, not reads
-ACTIONABLE = {"step": 1.0, "code": 1.0, "warning": 1.0, "caution": 1.0, "hold": 1.0, "item": 0.5, "note": 0.3}
+ACTIONABLE = {**dict.fromkeys(DOING, 1.0), "item": 0.5, "note": 0.3}
 FRAGMENT_WORDS = 30
 _TOKEN = re.compile(r"[^\W_]+(?:[-.][^\W_]+)*")
 # A section number at the start of a heading ("6.2 Isolate…", "4. Procedures", "A. Scope"): not a word of it.

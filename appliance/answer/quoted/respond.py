@@ -8,11 +8,10 @@ the likeliest but not likely.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator, Mapping
 
-from appliance.answer.evidence_sentences import best_sentences
-from appliance.answer.ocr_trust import lowest_confidence, ocr_note
+from appliance.answer.evidence_items import evidence_item
+from appliance.answer.ocr_trust import ocr_note
 from appliance.answer.quoted.answer import Quoted
 from appliance.answer.quoted.sections import Section
 from appliance.answer.results import (
@@ -22,8 +21,8 @@ from appliance.answer.results import (
     Citation,
     Confidence,
     EvidenceItem,
-    EvidenceSentence,
     ShownSection,
+    ms_since,
     refusal_result,
 )
 
@@ -55,11 +54,11 @@ def quoted_events(
     if quoted.refusal_reason is not None:
         closest = [item.unnumbered() for item in evidence]
         yield AnswerEvent("evidence", evidence=closest)
-        timings["total"] = _ms(started)
+        timings["total"] = ms_since(started)
         yield AnswerEvent("done", result=refusal_result(question, closest, timings, quoted.refusal_reason))
         return
     yield AnswerEvent("evidence", evidence=evidence)
-    timings["first_content"] = _ms(started)
+    timings["first_content"] = ms_since(started)
     yield AnswerEvent("steps", answer_kind=quoted.kind, steps=quoted.steps)
     citations = [
         Citation(
@@ -90,7 +89,7 @@ def quoted_events(
         )
         for a in quoted.alternatives
     ]
-    timings["total"] = _ms(started)
+    timings["total"] = ms_since(started)
     result = AnswerResult(
         question=question,
         answer=quoted.text(),
@@ -126,22 +125,5 @@ def section_item(
     text = "\n".join(step.text for step in steps)
     cited = next((step for step in steps if step.matched), steps[0] if steps else None)
     chunk = next((c for c in section.chunks if cited is not None and c.chunk_id == cited.chunk_id), section.chunks[0])
-    spans = best_sentences(question, text, k=sentences)
-    return EvidenceItem(
-        n=n,
-        chunk_id=chunk.chunk_id,
-        path=section.path,
-        title=section.title,
-        section=chunk.section,
-        page=chunk.page,
-        score=max((scores.get(c.chunk_id, 0.0) for c in section.chunks), default=0.0),
-        text=text,
-        sentences=[EvidenceSentence(text[s:e], s, e, round(score, 4)) for s, e, score in spans],
-        chunk_ids=[c.chunk_id for c in section.chunks],
-        document_id=document_ids.get(section.path),
-        ocr_confidence=lowest_confidence(section.chunks),
-    )
-
-
-def _ms(since: float) -> float:
-    return (time.perf_counter() - since) * 1000.0
+    score = max((scores.get(c.chunk_id, 0.0) for c in section.chunks), default=0.0)
+    return evidence_item(question, n, score, chunk, document_ids, sentences, text=text, window=section.chunks)
