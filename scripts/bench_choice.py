@@ -4,7 +4,7 @@ temporary worktree (by default the last commit before the fitted choice), each i
 checkout's virtual environment; then every figure of both, and their ratios.
 
 Usage: python scripts/bench_choice.py [--baseline REF] [--sets procedures,heldout,sampled,demo] [--split all]
-       [--json scripts/results/bench_choice.json]
+       [--perturb] [--json scripts/results/bench_choice.json]
 Each version indexes the corpora under its own folder of --home (versions may chunk differently); a second run
 reuses them.
 """
@@ -50,6 +50,7 @@ def run(tree: Path, args: argparse.Namespace, out: Path, home: Path) -> dict[str
         str(args.models_dir),
         "--json",
         str(out),
+        *(["--perturb"] if args.perturb else []),
     ]
     subprocess.run(command, cwd=tree, env=environ, check=True, stdout=subprocess.DEVNULL)
     return json.loads(out.read_text())
@@ -71,6 +72,7 @@ def main() -> int:
     parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-choice")
     parser.add_argument("--models-dir", type=Path, default=REPO / "models")
     parser.add_argument("--json", type=Path, default=REPO / "scripts" / "results" / "bench_choice.json")
+    parser.add_argument("--perturb", action="store_true", help="Also ask every operator-style variant (both).")
     parser.add_argument(
         "--same-home",
         action="store_true",
@@ -96,9 +98,18 @@ def main() -> int:
                 a, b = _number(old.get(figure)), _number(new.get(figure))
                 ratio = round(b / a, 2) if a and b is not None else None
                 rows[figure] = {"before": old.get(figure), "after": new.get(figure), "ratio": ratio}
+        flips = {
+            version: report.get(name, {}).get("perturbations", {}).get("summary")
+            for version, report in (("before", before), ("after", after))
+        }
+        if any(flips.values()):
+            rows["perturbations"] = flips
         table[name] = rows
         print(f"\n== {name}")
         for figure, row in rows.items():
+            if figure == "perturbations":
+                print(f"  perturbations  before {row['before']}\n                 after  {row['after']}")
+                continue
             print(f"  {figure:28} {row['before']!s:>22} → {row['after']!s:>22}   ×{row['ratio']}")
     args.json.write_text(
         json.dumps({"baseline": args.baseline, "table": table, "before": before, "after": after}, indent=1)
