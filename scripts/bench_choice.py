@@ -80,7 +80,14 @@ def main() -> int:
     )
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
-        baseline_tree = Path(scratch) / "baseline"
+        # The baseline's checkout stays at one path under --home: its index registers the checkout's
+        # docs_corpus/ by path, so a second run in another folder could not reuse it.
+        baseline_tree = args.home / "baseline-tree"
+        args.home.mkdir(parents=True, exist_ok=True)
+        shared = args.home / "shared"  # the checkout reads the shared data at ../shared, as this one does
+        if not shared.exists():
+            shared.symlink_to(REPO.parent / "shared")
+        subprocess.run(["git", "worktree", "remove", "--force", str(baseline_tree)], cwd=REPO, check=False)
         subprocess.run(["git", "worktree", "add", "--detach", str(baseline_tree), args.baseline], cwd=REPO, check=True)
         try:
             homes = (args.home, args.home) if args.same_home else (args.home / "before", args.home / "after")
