@@ -5,6 +5,8 @@ checkout's virtual environment; then every figure of both, and their ratios.
 
 Usage: python scripts/bench_choice.py [--baseline REF] [--sets procedures,heldout,sampled,demo] [--split all]
        [--perturb] [--json scripts/results/bench_choice.json]
+A procedure set the baseline's bench_sop.py does not know (procedures_llm) is asked of it as its own
+"procedures" set, the file put in place in its throwaway checkout: the same questions and scoring for both.
 Each version indexes the corpora under its own folder of --home (versions may chunk differently); a second run
 reuses them.
 """
@@ -19,6 +21,8 @@ import sys
 import tempfile
 from pathlib import Path
 from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 REPO = Path(__file__).resolve().parent.parent
 BASELINE = "4231392"  # main before issue 40: the rule-based chooser with its word lists
@@ -56,6 +60,27 @@ def run(tree: Path, args: argparse.Namespace, out: Path, home: Path) -> dict[str
     return json.loads(out.read_text())
 
 
+def run_baseline(tree: Path, args: argparse.Namespace, out: Path, home: Path) -> dict[str, Any]:
+    """The baseline's own bench_sop.py; a procedure set it does not know is asked as its "procedures" set (the
+    same scoring) with the file put in place in its throwaway checkout."""
+    from scripts.bench_sop import PROCEDURE_SETS  # this checkout's sets
+
+    known = subprocess.run(
+        [sys.executable, str(tree / "scripts" / "bench_sop.py"), "--help"], cwd=tree, capture_output=True, text=True
+    ).stdout
+    wanted = args.sets.split(",")
+    extra = [name for name in wanted if name in PROCEDURE_SETS and name != "procedures" and name not in known]
+    plain = [name for name in wanted if name not in extra]
+    report = run(tree, argparse.Namespace(**{**vars(args), "sets": ",".join(plain)}), out, home) if plain else {}
+    for name in extra:
+        target = tree / "scripts" / "qa" / "procedures.jsonl"
+        target.write_text((REPO / "scripts" / "qa" / PROCEDURE_SETS[name]).read_text(encoding="utf-8"))
+        asked = argparse.Namespace(**{**vars(args), "sets": "procedures"})
+        report[name] = run(tree, asked, out.with_suffix(f".{name}.json"), home)["procedures"]
+        subprocess.run(["git", "checkout", "--", str(target)], cwd=tree, check=True)
+    return report
+
+
 def _number(value: Any) -> float | None:
     if isinstance(value, (int, float)):
         return float(value)
@@ -91,7 +116,7 @@ def main() -> int:
         subprocess.run(["git", "worktree", "add", "--detach", str(baseline_tree), args.baseline], cwd=REPO, check=True)
         try:
             homes = (args.home, args.home) if args.same_home else (args.home / "before", args.home / "after")
-            before = run(baseline_tree, args, Path(scratch) / "before.json", homes[0])
+            before = run_baseline(baseline_tree, args, Path(scratch) / "before.json", homes[0])
             after = run(REPO, args, Path(scratch) / "after.json", homes[1])
         finally:
             subprocess.run(["git", "worktree", "remove", "--force", str(baseline_tree)], cwd=REPO, check=False)

@@ -5,7 +5,10 @@ Sets (scripts/qa/):
   procedures  procedure questions with 2-8 verbatim gold step phrases each (procedures.jsonl; --split
               heldout|tune|all): step recall (share of gold phrases shown), complete answers (>= 90% of
               the phrases shown, in document order), the gold section shown whole or within what is shown
-  heldout, sampled, tune   the runbook golden sets; demo   the docs_corpus golden set:
+  procedures_llm  the same measures on procedures_llm.jsonl (written by the local model from drawn sections,
+              then a hand pass; measurement only)
+  heldout, sampled, tune   the runbook golden sets; demo   the docs_corpus golden set; howtos   how-tos about
+              equipment no SOP of docs_corpus covers, each beside an in-scope how-to in the same words:
               every key phrase shown, answerable refused, unanswerable declined
   mtrag       MTRAG-UN (../shared/data/mtrag-un, IBM's human answerability labels; each collection's pool of
               gold passages indexed on its own, follow-ups asked with their conversation): the share of
@@ -53,11 +56,15 @@ from appliance.models.generation import load_generator
 REPO = Path(__file__).resolve().parent.parent
 RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
 QA = REPO / "scripts" / "qa"
+# Procedure sets: gold step phrases, scored for step recall and completeness. procedures_llm.jsonl was written
+# by the local model from drawn sections, then a hand pass (scripts/qa/README.md): never tuned on.
+PROCEDURE_SETS = {"procedures": "procedures.jsonl", "procedures_llm": "procedures_llm.jsonl"}
 KEYPHRASE_SETS = {
     "heldout": "runbooks_heldout.jsonl",
     "sampled": "runbooks_sampled.jsonl",
     "tune": "runbooks_tune.jsonl",
     "demo": "demo_corpus.jsonl",
+    "howtos": "howtos_scope.jsonl",
 }
 
 
@@ -154,16 +161,16 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def load_items(name: str, split: str) -> list[dict[str, Any]]:
-    if name == "procedures":
-        items = [json.loads(line) for line in (QA / "procedures.jsonl").read_text().splitlines() if line.strip()]
+    if name in PROCEDURE_SETS:
+        items = [json.loads(line) for line in (QA / PROCEDURE_SETS[name]).read_text().splitlines() if line.strip()]
         return [item for item in items if split == "all" or item["split"] == split]
     return [json.loads(line) for line in (QA / KEYPHRASE_SETS[name]).read_text().splitlines() if line.strip()]
 
 
 def corpus_of(item: dict[str, Any], name: str) -> str:
-    if name == "demo":
+    if name in ("demo", "howtos"):
         return "demo"
-    if name == "procedures":
+    if name in PROCEDURE_SETS:
         return "demo" if item["gold_file"].startswith("docs_corpus/") else "runbooks"
     return "runbooks"
 
@@ -273,7 +280,7 @@ def main() -> int:
         rows: dict[str, list[dict[str, Any]]] = {"quoted": [], "generated": []}
         for item in items:
             quoted, generated = answerers_for(corpus_of(item, name))
-            if name == "procedures":
+            if name in PROCEDURE_SETS:
                 item = {**item, "gold_section_words": gold_section_words(quoted, item)}
             for design, answerer in (("quoted", quoted), ("generated", generated)):
                 if answerer is None:

@@ -262,6 +262,24 @@ def test_ask_prints_the_procedure_as_the_document_writes_it(indexed: Settings, c
     assert "no model asked" in out.output
 
 
+def test_an_answer_despite_words_the_documents_never_use_names_them_and_gives_no_all_clear(
+    indexed: Settings, cli_env: dict[str, str]
+) -> None:
+    """The closest procedure may be about something else (another machine sharing the question's other words):
+    the operator is told which words the documents never use, and no plain "shown as the document writes it"."""
+    asked = "How do I change a chlorine container on the evaporator?"
+    result = Answerer(indexed).ask(asked)
+    assert not result.refused, result.refusal_reason  # one unknown word never refuses on its own
+    assert result.unmatched_terms == ["evaporator"]
+    assert Answerer(indexed).ask("How do I change a chlorine container?").unmatched_terms == []
+    out = CliRunner().invoke(cli, ["ask", asked], env=cli_env)
+    assert out.exit_code == 0, out.output
+    assert "The documents never use: evaporator. Check that this answers what you asked" in out.output
+    assert "Shown as the document writes it" not in out.output
+    data = json.loads(CliRunner().invoke(cli, ["ask", asked, "--json"], env=cli_env).output)
+    assert data["unmatched_terms"] == ["evaporator"]
+
+
 GITALY = """# Gitaly operations
 
 ## Restarting gitaly-ruby

@@ -634,6 +634,15 @@ def test_a_procedure_is_shown_as_the_sop_writes_it_and_opens_at_its_section(quot
         expect(viewer.locator("h3", has_text="6.2 Isolate the empty bank")).to_be_visible()
         page.keyboard.press("Escape")
         expect(viewer).to_be_hidden()
+
+        # Equipment no SOP covers: refused, or the closest section with the unknown word named and no ✓.
+        question.fill("How do I start up the chlorine dioxide generator?")
+        question.press("Enter")
+        expect(page.locator("main")).to_have_attribute("data-state", "done", timeout=60_000)
+        if page.locator("#result").get_attribute("data-outcome") == "answer":
+            expect(page.locator("#badge")).to_contain_text("The documents never use: dioxide")
+            expect(page.locator("#badge")).to_have_class(re.compile(r"\bwarn\b"))
+            expect(page.locator("#badge")).not_to_contain_text("✓")
     foreign = [url for url in requests if urlsplit(url).hostname != "127.0.0.1"]
     assert not foreign, f"requests to other hosts: {foreign}"
     assert not console_errors, f"console errors: {console_errors}"

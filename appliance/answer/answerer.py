@@ -248,6 +248,8 @@ def _as_asked(result: AnswerResult, asked: str, standalone: Standalone, found: S
     result.rewrite = standalone.method
     result.did_you_mean = found.did_you_mean
     result.evidence_confidence = round(float(found.evidence.probability), 4)
+    if not result.refused and found.evidence.signals is not None:
+        result.unmatched_terms = list(found.evidence.signals.unknown_terms)
     return result
 
 

@@ -136,6 +136,10 @@ class AnswerResult:
     confidence: Confidence | None = None
     # The ranker's probability that the shown section (or a part of it, or a section holding it) answers.
     choice_probability: float | None = None
+    # Words of the question the documents never use (retrieve/evidence.py's unknown terms, misspellings already
+    # corrected): an answer given despite them may be about something else ("the chlorine dioxide generator"
+    # answered from the standby generator's test), so the page and the CLI name them and withhold the ✓.
+    unmatched_terms: list[str] = field(default_factory=list)
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)

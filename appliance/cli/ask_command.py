@@ -130,6 +130,15 @@ def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -
         click.echo()
     if result.did_you_mean is not None:
         click.echo(click.style(did_you_mean_line(result.did_you_mean), fg="cyan"))
+    if result.unmatched_terms and not result.refused:
+        # The answer may be about something else: name what the documents never use; no all-clear below.
+        unmatched = ", ".join(result.unmatched_terms)
+        click.echo(
+            click.style(
+                f"The documents never use: {unmatched}. Check that this answers what you asked before acting.",
+                fg="yellow",
+            )
+        )
     if result.refused:
         click.echo(click.style(f"Not answered: {result.refusal_reason}", fg="yellow"))
     elif result.steps and result.confidence == "close" and result.alternatives:
@@ -140,6 +149,8 @@ def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -
         )
     elif result.steps and result.confidence == "uncertain":
         click.echo(click.style("Best match only, a weak one: check the section's heading before acting.", fg="yellow"))
+    elif result.unmatched_terms and (result.steps or result.grounded):
+        pass  # no all-clear: the line above names what the documents never use
     elif result.steps:
         click.echo(click.style("Shown as the document writes it: read the cited section before acting.", fg="green"))
     elif result.grounded:

@@ -899,6 +899,13 @@
       kind = "warn";
       text += " The answer was cut at the length limit: its last steps may be missing; read the cited passages to the end.";
     }
+    // Words the documents never use: the answer may be about something else, so never a ✓ (it names them).
+    const unmatched = Array.isArray(result.unmatched_terms) ? result.unmatched_terms.filter((t) => typeof t === "string") : [];
+    if (unmatched.length > 0) {
+      const note = "◐ The documents never use: " + unmatched.join(", ") + ". Check that this answers what you asked before acting.";
+      text = kind === "ok" ? note : note + " " + text;
+      kind = "warn";
+    }
     ui.badge.className = "badge " + kind;
     ui.badge.textContent = text;
     show(ui.badge, true);
