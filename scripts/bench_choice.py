@@ -5,8 +5,9 @@ checkout's virtual environment; then every figure of both, and their ratios.
 
 Usage: python scripts/bench_choice.py [--baseline REF] [--sets procedures,heldout,sampled,demo] [--split all]
        [--perturb] [--json scripts/results/bench_choice.json]
-A procedure set the baseline's bench_sop.py does not know (procedures_llm) is asked of it as its own
-"procedures" set, the file put in place in its throwaway checkout: the same questions and scoring for both.
+A set the baseline's bench_sop.py does not know (procedures_llm, howtos) is asked of it as its own set scored
+the same way ("procedures", "demo"), the file put in place in its throwaway checkout: the same questions and
+scoring for both.
 Each version indexes the corpora under its own folder of --home (versions may chunk differently); a second run
 reuses them.
 """
@@ -61,22 +62,25 @@ def run(tree: Path, args: argparse.Namespace, out: Path, home: Path) -> dict[str
 
 
 def run_baseline(tree: Path, args: argparse.Namespace, out: Path, home: Path) -> dict[str, Any]:
-    """The baseline's own bench_sop.py; a procedure set it does not know is asked as its "procedures" set (the
-    same scoring) with the file put in place in its throwaway checkout."""
-    from scripts.bench_sop import PROCEDURE_SETS  # this checkout's sets
+    """The baseline's own bench_sop.py; a set it does not know is asked as the one of its sets scored the same way
+    and on the same index ("procedures" for a procedure set, "demo" for a docs_corpus key-phrase set), the file
+    put in place in its throwaway checkout."""
+    from scripts.bench_sop import KEYPHRASE_SETS, PROCEDURE_SETS  # this checkout's sets
 
     known = subprocess.run(
         [sys.executable, str(tree / "scripts" / "bench_sop.py"), "--help"], cwd=tree, capture_output=True, text=True
     ).stdout
+    stands_in = {name: "procedures" for name in PROCEDURE_SETS} | {"howtos": "demo"}
+    files = {**PROCEDURE_SETS, **KEYPHRASE_SETS}
     wanted = args.sets.split(",")
-    extra = [name for name in wanted if name in PROCEDURE_SETS and name != "procedures" and name not in known]
+    extra = [name for name in wanted if name in stands_in and name != stands_in[name] and name not in known]
     plain = [name for name in wanted if name not in extra]
     report = run(tree, argparse.Namespace(**{**vars(args), "sets": ",".join(plain)}), out, home) if plain else {}
     for name in extra:
-        target = tree / "scripts" / "qa" / "procedures.jsonl"
-        target.write_text((REPO / "scripts" / "qa" / PROCEDURE_SETS[name]).read_text(encoding="utf-8"))
-        asked = argparse.Namespace(**{**vars(args), "sets": "procedures"})
-        report[name] = run(tree, asked, out.with_suffix(f".{name}.json"), home)["procedures"]
+        target = tree / "scripts" / "qa" / files[stands_in[name]]
+        target.write_text((REPO / "scripts" / "qa" / files[name]).read_text(encoding="utf-8"))
+        asked = argparse.Namespace(**{**vars(args), "sets": stands_in[name]})
+        report[name] = run(tree, asked, out.with_suffix(f".{name}.json"), home)[stands_in[name]]
         subprocess.run(["git", "checkout", "--", str(target)], cwd=tree, check=True)
     return report
 
