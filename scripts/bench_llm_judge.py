@@ -51,6 +51,7 @@ from scripts.fit_choice import GROUPS, fit_ranker, fit_reading, outcome, overlap
 REPO = Path(__file__).resolve().parent.parent
 WEIGHTS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0)
 SECTION_WORDS = 40
+Item = tuple[dict[str, Any], np.ndarray, list[int], list[float]]  # question, P_ranker, regions, their log-odds
 
 
 # --- the ranker's view -------------------------------------------------------------------------------------
@@ -110,7 +111,9 @@ class Sections:
         by_path = {path: document_sections(rows) for path, rows in chunks.items()}
         missing = [w for w in wanted if w[1] not in by_path.get(w[0], {})]
         if missing:
-            raise SystemExit(f"{key(q)}: sections {missing} are not in the catalog under --home: dumped from another index?")
+            raise SystemExit(
+                f"{key(q)}: sections {missing} are not in the catalog under --home: dumped from another index?"
+            )
         return [by_path[path][heading] for path, heading in wanted]
 
 
@@ -148,11 +151,21 @@ def judge_all(
                 odds = generator.yes_no_log_odds(prompts)
                 ms = (time.perf_counter() - started) * 1000.0
                 tokens = [generator.prompt_tokens(p) for p in prompts]
-                entry = {"key": key(q), "odds": odds, "ms": ms, "tokens": tokens, "prompt": prompt_version(), "words": words}
+                entry = {
+                    "key": key(q),
+                    "odds": odds,
+                    "ms": ms,
+                    "tokens": tokens,
+                    "prompt": prompt_version(),
+                    "words": words,
+                }
                 done[key(q)] = entry
                 out.write(json.dumps(entry) + "\n")
                 out.flush()
-                print(f"{name} {number}/{len(todo)} {key(q)}: {ms:.0f} ms, odds {[round(o, 2) for o in odds]}", file=sys.stderr)
+                print(
+                    f"{name} {number}/{len(todo)} {key(q)}: {ms:.0f} ms, odds {[round(o, 2) for o in odds]}",
+                    file=sys.stderr,
+                )
     finally:
         generator.close()
     return done
@@ -170,15 +183,15 @@ def score(rows: Sequence[dict[str, Any]]) -> float:
     return sum(r["right"] for r in rows) + sum(r["complete"] for r in rows)
 
 
-def best_weight(items: Sequence[tuple[dict[str, Any], np.ndarray, list[int], list[float]]], k: int) -> float:
+def best_weight(items: Sequence[Item], k: int) -> float:
     results = {w: score([outcome(q, pick(q, p, ix[:k], o[:k], w)) for q, p, ix, o in items]) for w in WEIGHTS}
     top = max(results.values())
     return min(w for w, s in results.items() if s == top)
 
 
 def evaluate(
-    train_items: list[tuple[dict[str, Any], np.ndarray, list[int], list[float]]],
-    heldout_items: list[tuple[dict[str, Any], np.ndarray, list[int], list[float]]],
+    train_items: list[Item],
+    heldout_items: list[Item],
     k: int,
 ) -> dict[str, Any]:
     ranker_rows, judged_rows, folds = [], [], {}
@@ -205,16 +218,18 @@ def evaluate(
         "train_judge_alone_among_k": summary(judge_alone),
         "weight_fitted_on_all": weight,
         "procedures_heldout": {"ranker": summary(heldout_ranker), "ranker+judge": summary(heldout_judged)},
-        "changed_picks_heldout": sum(a["section"] != b["section"] for a, b in zip(heldout_ranker, heldout_judged, strict=True)),
+        "changed_picks_heldout": sum(
+            a["section"] != b["section"] for a, b in zip(heldout_ranker, heldout_judged, strict=True)
+        ),
     }
 
 
-def ceiling(items: Sequence[tuple[dict[str, Any], np.ndarray, list[int], list[float]]], k: int) -> float:
+def ceiling(items: Sequence[Item], k: int) -> float:
     """The share of questions with a right answer among the first k regions (what any judge could reach)."""
     return round(sum(any(outcome(q, i)["right"] for i in ix[:k]) for q, _, ix, _ in items) / max(len(items), 1), 3)
 
 
-def separation(items: Sequence[tuple[dict[str, Any], np.ndarray, list[int], list[float]]], k: int) -> float | None:
+def separation(items: Sequence[Item], k: int) -> float | None:
     """How often a right region's log-odds beat a wrong one's within a question (0.5: no better than chance)."""
     wins = pairs = 0
     for q, _, ix, o in items:
@@ -238,6 +253,15 @@ def timing(entries: Sequence[dict[str, Any]], k: int) -> dict[str, Any]:
         "ms_per_judgement_median": round(statistics.median(judgements)),
         "prompt_tokens_per_judgement_median": round(statistics.median(t for e in entries for t in e["tokens"])),
     }
+
+
+def items(
+    questions: Sequence[dict[str, Any]],
+    probabilities: dict[str, np.ndarray],
+    picks: dict[str, list[int]],
+    judged: dict[str, dict[str, Any]],
+) -> list[Item]:
+    return [(q, probabilities[key(q)], picks[key(q)], judged[key(q)]["odds"]) for q in questions if key(q) in judged]
 
 
 def main() -> int:
@@ -295,14 +319,8 @@ def main() -> int:
         if args.judge_only:
             continue
 
-        def items(chosen_questions: Sequence[dict[str, Any]]) -> list[tuple[dict[str, Any], np.ndarray, list[int], list[float]]]:
-            return [
-                (q, probabilities[key(q)], picks[key(q)], judged[key(q)]["odds"])
-                for q in chosen_questions
-                if key(q) in judged
-            ]
-
-        train_items, heldout_items = items(sample), items(evaluated)
+        train_items = items(sample, probabilities, picks, judged)
+        heldout_items = items(evaluated, probabilities, picks, judged)
         entries = [judged[key(q)] for q in [*evaluated, *sample] if key(q) in judged]
         report["models"][name] = {
             "file": Path(path).name,
@@ -322,7 +340,8 @@ def main() -> int:
 
 
 def print_table(report: dict[str, Any]) -> None:
-    print(f"{'model':<32} {'K':>2} {'w':>5} | {'LOCO right':>10} {'complete':>8} {'recall':>6} | {'heldout right':>13} {'complete':>8} | {'ms/q':>6}")
+    header = f"{'model':<32} {'K':>2} {'w':>5} | {'LOCO right':>10} {'complete':>8} {'recall':>6} | "
+    print(header + f"{'heldout right':>13} {'complete':>8} | {'ms/q':>6}")
     for name, model in report["models"].items():
         for row in model["by_k"]:
             train = row["train_leave_one_corpus_out"]
@@ -333,8 +352,8 @@ def print_table(report: dict[str, Any]) -> None:
                 ms = model["time"]["ms_per_question_median"] if label != "ranker" else 0
                 w = row["weight_fitted_on_all"] if label != "ranker" else 0
                 print(
-                    f"{shown:<32} {row['candidates']:>2} {w:>5} | {t['right']:>10} {t['complete']:>8} {t['recall']:>6} | "
-                    f"{h['right']:>13} {h['complete']:>8} | {ms:>6}"
+                    f"{shown:<32} {row['candidates']:>2} {w:>5} | {t['right']:>10} {t['complete']:>8} "
+                    f"{t['recall']:>6} | {h['right']:>13} {h['complete']:>8} | {ms:>6}"
                 )
 
 

@@ -175,16 +175,22 @@ def section_judge(
     settings: Settings,
     generator: Callable[[], object],
     *,
-    model_path: Path = FITTED,
+    model_path: Path | None = None,
     gpu_build: Callable[[], bool] = llama_gpu_build,
 ) -> SectionJudge | None:
-    """The judge the settings ask for, or None (off, refused: the reason is logged)."""
+    """The judge the settings ask for, or None (off, refused: the reason is logged). `generator` loads the
+    generator; it is called only when the judge is on."""
     if not judge_wanted(settings, gpu_build):
         return None
+    model_path = model_path or FITTED
     model = load_judge_model(model_path)
     level = logging.WARNING if settings.answer.llm_judge == "on" else logging.INFO
     if model.prompt != prompt_version():
-        logger.log(level, "LLM judge off: %s was fitted with another prompt; run scripts/bench_llm_judge.py --write", model_path)
+        logger.log(
+            level,
+            "LLM judge off: %s was fitted with another prompt; run scripts/bench_llm_judge.py --write",
+            model_path,
+        )
         return None
     if settings.generator.model != model.generator:
         logger.log(
@@ -200,5 +206,7 @@ def section_judge(
     if not isinstance(loaded, YesNoJudge):
         logger.log(level, "LLM judge off: the generator %s cannot score yes/no answers", settings.generator.model)
         return None
-    logger.info("LLM judge on: %s judges the best %d sections (weight %.3g)", model.generator, model.candidates, model.weight)
+    logger.info(
+        "LLM judge on: %s judges the best %d sections (weight %.3g)", model.generator, model.candidates, model.weight
+    )
     return SectionJudge(loaded, model)
