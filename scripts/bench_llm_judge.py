@@ -57,7 +57,9 @@ Item = tuple[dict[str, Any], np.ndarray, list[int], list[float]]  # question, P_
 # --- the ranker's view -------------------------------------------------------------------------------------
 
 
-def ranker_probabilities(train: Sequence[dict[str, Any]], heldout: Sequence[dict[str, Any]], l2: float, c: float):
+def ranker_probabilities(
+    train: Sequence[dict[str, Any]], heldout: Sequence[dict[str, Any]], l2: tuple[float, float], c: float
+) -> dict[str, np.ndarray]:
     """question key → the ranker's probabilities over its candidates (out of fold for the training set)."""
     found: dict[str, np.ndarray] = {}
 
@@ -129,6 +131,7 @@ def judge_all(
     cache: Path,
     threads: int,
     words: int,
+    cached_only: bool = False,
 ) -> dict[str, dict[str, Any]]:
     """Each question's log-odds for its regions by model `name`, cached in `cache` (one JSON line a question)."""
     done: dict[str, dict[str, Any]] = {}
@@ -138,7 +141,7 @@ def judge_all(
             if entry.get("prompt") == prompt_version() and entry.get("words") == words:
                 done[entry["key"]] = entry
     todo = [q for q in questions if key(q) not in done and len(picks[key(q)]) >= 2]
-    if not todo:
+    if not todo or cached_only:
         return done
     from appliance.models.generation.local import LlamaCppGenerator
 
@@ -205,10 +208,8 @@ def evaluate(
             ranker_rows.append(outcome(q, ix[0]))
             judged_rows.append(outcome(q, pick(q, p, ix[:k], o[:k], weight)))
     weight = best_weight(train_items, k)
-    heldout_ranker = [outcome(q, ix[0]) for q, _, ix, _ in heldout_items]
-    heldout_judged = [outcome(q, pick(q, p, ix[:k], o[:k], weight)) for q, p, ix, o in heldout_items]
     judge_alone = [outcome(q, pick(q, p, ix[:k], o[:k], 1e6)) for q, p, ix, o in train_items]
-    return {
+    report: dict[str, Any] = {
         "candidates": k,
         "train_leave_one_corpus_out": {
             "ranker": summary(ranker_rows),
@@ -217,11 +218,14 @@ def evaluate(
         },
         "train_judge_alone_among_k": summary(judge_alone),
         "weight_fitted_on_all": weight,
-        "procedures_heldout": {"ranker": summary(heldout_ranker), "ranker+judge": summary(heldout_judged)},
-        "changed_picks_heldout": sum(
-            a["section"] != b["section"] for a, b in zip(heldout_ranker, heldout_judged, strict=True)
-        ),
     }
+    for name, set_name in (("procedures_heldout", "procedures"), ("procedures_llm", "procedures_llm")):
+        chosen = [item for item in heldout_items if item[0]["set"] == set_name]
+        ranker = [outcome(q, ix[0]) for q, _, ix, _ in chosen]
+        judged = [outcome(q, pick(q, p, ix[:k], o[:k], weight)) for q, p, ix, o in chosen]
+        report[name] = {"ranker": summary(ranker), "ranker+judge": summary(judged)}
+        report[f"changed_picks_{name}"] = sum(a["section"] != b["section"] for a, b in zip(ranker, judged, strict=True))
+    return report
 
 
 def ceiling(items: Sequence[Item], k: int) -> float:
@@ -278,18 +282,26 @@ def main() -> int:
     parser.add_argument("--results", type=Path, default=REPO / "scripts" / "results" / "bench_llm_judge.json")
     parser.add_argument("--fit-results", type=Path, default=REPO / "scripts" / "results" / "fit_choice.json")
     parser.add_argument("--judge-only", action="store_true", help="Fill the caches, write no results.")
+    parser.add_argument(
+        "--cached-only", action="store_true", help="Measure on the questions already judged (a run stopped early)."
+    )
     parser.add_argument("--write", metavar="NAME", help="Store the combination fitted for model NAME as the default.")
     args = parser.parse_args()
 
     dump = pickle.loads(args.features.read_bytes())
     questions = dump["questions"]
     for q in questions:
-        if q["set"] == "procedures":
+        if q["set"] in ("procedures", "procedures_llm"):
             q["kind"] = "procedure"
     train = [q for q in questions if q["set"] == "train" or (q["set"] == "procedures" and q["split"] == "tune")]
-    heldout = [q for q in questions if q["set"] == "procedures" and q["split"] == "heldout"]
+    # Measured, never fitted on: the procedure set's heldout split (burned for feature design, issue 40) and the
+    # procedure set the local model drafted (procedures_llm.jsonl), where the features dump holds it.
+    heldout = [
+        q for q in questions if (q["set"] == "procedures" and q["split"] == "heldout") or q["set"] == "procedures_llm"
+    ]
     chosen = json.loads(args.fit_results.read_text())["chosen"]
-    probabilities = ranker_probabilities(train, heldout, chosen["ranker_l2"], chosen["reading_c"])
+    l2 = (chosen["ranker_l2"]["base_features"], chosen["ranker_l2"]["heading_words"])
+    probabilities = ranker_probabilities(train, heldout, l2, chosen["reading_c"])
 
     usable = [q for q in train if q["answerable"] and key(q) in probabilities and targets(q) is not None]
     order = sorted(usable, key=key)
@@ -304,7 +316,8 @@ def main() -> int:
         "machine": "2 shared CPU cores, loaded by other work (load average 4-6); llama.cpp CPU build, "
         f"{args.threads} thread(s) per model",
         "training_sample": {"questions": len(sample), "of": len(usable), "seed": args.seed},
-        "heldout_procedures": len(evaluated),
+        "heldout_procedures": sum(q["set"] == "procedures" for q in evaluated),
+        "procedures_llm": sum(q["set"] == "procedures_llm" for q in evaluated),
         "section_words": args.section_words,
         "prompt": prompt_version(),
         "ranker": chosen,
@@ -315,7 +328,9 @@ def main() -> int:
         cache = args.cache / f"{name}.jsonl"
         # Heldout and training questions in turns: a run cut short still has some of each.
         turns = [q for pair in itertools.zip_longest(evaluated, sample) for q in pair if q is not None]
-        judged = judge_all(name, Path(path), turns, picks, sections, cache, args.threads, args.section_words)
+        judged = judge_all(
+            name, Path(path), turns, picks, sections, cache, args.threads, args.section_words, args.cached_only
+        )
         if args.judge_only:
             continue
 
@@ -340,20 +355,20 @@ def main() -> int:
 
 
 def print_table(report: dict[str, Any]) -> None:
-    header = f"{'model':<32} {'K':>2} {'w':>5} | {'LOCO right':>10} {'complete':>8} {'recall':>6} | "
-    print(header + f"{'heldout right':>13} {'complete':>8} | {'ms/q':>6}")
+    header = f"{'model':<24} {'K':>2} {'w':>5} | {'LOCO right':>10} {'complete':>8} {'recall':>6} | "
+    print(header + f"{'heldout right':>13} {'complete':>8} | {'llm-set right':>13} {'complete':>8} | {'ms/q':>6}")
     for name, model in report["models"].items():
         for row in model["by_k"]:
             train = row["train_leave_one_corpus_out"]
-            held = row["procedures_heldout"]
             for label in ("ranker", "ranker+judge"):
-                t, h = train[label], held[label]
-                shown = name if label == "ranker" else "  + judge"
+                t, h, n = train[label], row["procedures_heldout"][label], row["procedures_llm"][label]
+                shown = name[:24] if label == "ranker" else "  + judge"
                 ms = model["time"]["ms_per_question_median"] if label != "ranker" else 0
                 w = row["weight_fitted_on_all"] if label != "ranker" else 0
                 print(
-                    f"{shown:<32} {row['candidates']:>2} {w:>5} | {t['right']:>10} {t['complete']:>8} "
-                    f"{t['recall']:>6} | {h['right']:>13} {h['complete']:>8} | {ms:>6}"
+                    f"{shown:<24} {row['candidates']:>2} {w:>5} | {t['right']:>10} {t['complete']:>8} "
+                    f"{t['recall']:>6} | {h['right']:>13} {h['complete']:>8} | {n.get('right', '-')!s:>13} "
+                    f"{n.get('complete', '-')!s:>8} | {ms:>6}"
                 )
 
 
