@@ -391,6 +391,14 @@ class AnswerSettings(Section):
         "prefill time grows with it.",
     )
     evidence_sentences: int = Field(2, ge=1, le=10, description="Best-matching sentences shown per source.")
+    llm_judge: Literal["auto", "on", "off"] = Field(
+        "auto",
+        description="The local model judges the section choice of a quoted answer: it reads the ranker's best few "
+        "sections (heading and first lines) and its yes/no log-odds re-rank them (answer/quoted/judge.py, weight "
+        "fitted for the shipped generator). auto: on where the generator runs on a GPU (generator.n_gpu_layers "
+        "!= 0 with a GPU build of llama.cpp, or the openai backend's server); off on the CPU, where it costs "
+        "seconds per question (docs/measurements/llm-judge.md). on / off: always / never.",
+    )
 
 
 class FollowupSettings(Section):

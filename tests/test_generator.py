@@ -652,6 +652,22 @@ def test_remote_streams_pieces_from_a_real_llama_cpp_server(llama_server: str) -
         gen.close()
 
 
+def test_remote_yes_no_log_odds_from_a_real_llama_cpp_server_agree_with_the_local_model(
+    llama_server: str, local_gen: LlamaCppGenerator
+) -> None:
+    system = ChatMessage("system", "Answer with one word: Yes or No.")
+    prompts = [[system, ChatMessage("user", f"Reply with the word {word}.")] for word in ("Yes", "No")]
+    gen = OpenAICompatibleGenerator(llama_server, model=SMOLLM, retries=0)
+    try:
+        remote = gen.yes_no_log_odds(prompts)
+    finally:
+        gen.close()
+    local = local_gen.yes_no_log_odds(prompts)
+    assert remote[0] > remote[1]
+    # The server evaluates each prompt in one batch, the local backend in three: the same figures, near enough.
+    assert remote == pytest.approx(local, abs=0.3)
+
+
 def test_remote_without_a_server_is_an_error_naming_the_url_after_the_retries(caplog: pytest.LogCaptureFixture) -> None:
     url = f"http://127.0.0.1:{free_port()}/v1"  # nothing listens there
     gen = OpenAICompatibleGenerator(url, model="m", retries=2, backoff_s=0.01, api_key="s3cret-key")

@@ -12,6 +12,7 @@ import datetime as dt
 import time
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
+from functools import cached_property
 from typing import Any
 
 from appliance.answer.evidence_items import evidence_item
@@ -22,6 +23,7 @@ from appliance.answer.generated.respond import generated_events
 from appliance.answer.question import Question, read_question
 from appliance.answer.quoted.answer import Quoted, quote_answer
 from appliance.answer.quoted.choice import choose_section
+from appliance.answer.quoted.judge import SectionJudge, section_judge
 from appliance.answer.quoted.label_vectors import LabelVectors
 from appliance.answer.quoted.respond import quoted_events
 from appliance.answer.results import (  # noqa: F401  (the records callers import from here)
@@ -69,6 +71,11 @@ class Answerer:
         if self._labels is None:
             self._labels = LabelVectors(self.searcher.embedder.embed)
         return self._labels
+
+    @cached_property
+    def judge(self) -> SectionJudge | None:
+        """The local model judging the section choice, where answer.llm_judge turns it on (quoted/judge.py)."""
+        return section_judge(self.settings, lambda: self.generator)
 
     def close(self) -> None:
         self.searcher.close()
@@ -202,6 +209,8 @@ class Answerer:
         )
         if choice is None:
             return None
+        if self.judge is not None:
+            choice = self.judge(question, choice)
         settings = self.settings.answer
         return quote_answer(
             question,

@@ -2,7 +2,8 @@
 
 Modules: base (messages, stats, the stream object, the Generator protocol), fair_queue (the FIFO
 queue in front of a local model), local (LlamaCppGenerator), remote (OpenAICompatibleGenerator),
-llama_log (llama.cpp's log into Python logging), loader (load_generator).
+llama_log (llama.cpp's log into Python logging), loader (load_generator), judgement (yes/no log-odds
+in one prefill, for judges).
 
 `LlamaCppGenerator` is imported on first use only: a host that runs the `openai` backend needs no
 llama-cpp-python at all.
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from appliance.models.generation.base import ChatMessage, GenerationStats, GenerationStream, Generator
 from appliance.models.generation.fair_queue import FairQueue, Ticket
+from appliance.models.generation.judgement import JudgementUnsupported, YesNoJudge
 from appliance.models.generation.loader import load_generator
 from appliance.models.generation.remote import OpenAICompatibleGenerator
 
@@ -26,9 +28,11 @@ __all__ = [
     "GenerationStats",
     "GenerationStream",
     "Generator",
+    "JudgementUnsupported",
     "LlamaCppGenerator",
     "OpenAICompatibleGenerator",
     "Ticket",
+    "YesNoJudge",
     "load_generator",
 ]
 

@@ -38,11 +38,13 @@ import re
 import threading
 import time
 from collections.abc import Generator as PyGenerator
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 import llama_cpp
+import numpy as np
 from llama_cpp import llama_chat_format
 
 from appliance.config import GeneratorSettings
@@ -58,6 +60,7 @@ from appliance.models.generation.base import (
 from appliance.models.generation.cpu_backends import load_cpu_backend, loaded_variant
 from appliance.models.generation.drafting import GreedyVerifier, PromptLookup, TextAssembler
 from appliance.models.generation.fair_queue import FairQueue, Ticket
+from appliance.models.generation.judgement import answer_token_ids, log_odds_from_logits
 from appliance.models.generation.llama_log import router
 
 logger = logging.getLogger("appliance.generator")
@@ -105,6 +108,18 @@ def hold_prefix(llm: llama_cpp.Llama, prefix: list[int]) -> None:
     llm.reset()
     if prefix:
         llm.eval(prefix)
+
+
+def _common_prefix(token_lists: Sequence[list[int]]) -> list[int]:
+    """The tokens every list starts with, leaving each at least one token of its own to evaluate."""
+    first = token_lists[0]
+    length = min(len(ids) for ids in token_lists) - 1
+    for ids in token_lists[1:]:
+        same = 0
+        while same < length and ids[same] == first[same]:
+            same += 1
+        length = same
+    return first[: max(length, 0)]
 
 
 def _ms_since(start: float) -> float:
@@ -499,6 +514,57 @@ class LlamaCppGenerator(GeneratorBase):
             prompt_eval_tokens=int(perf.n_p_eval),
             decode_eval_tokens=int(perf.n_eval),
         )
+
+    # -- yes/no judgements (judgement.py) -----------------------------------------------------
+
+    @cached_property
+    def _answer_tokens(self) -> tuple[list[int], list[int]]:
+        return answer_token_ids(lambda text: self._llm.tokenize(text.encode("utf-8"), add_bos=False, special=False))
+
+    def yes_no_log_odds(self, prompts: Sequence[list[ChatMessage]]) -> list[float]:
+        """For each prompt, log P("yes") − log P("no") as the first token of the answer: one prefill, no decoding.
+
+        The prompts run in one turn of the queue. What they share is evaluated once: the system prefix (kept in
+        the KV cache as for answers, `reuse_system_prefix`), then the rest of their common beginning (the
+        question, when it comes before the part that differs); then each prompt's own rest. The split points
+        depend only on the prompts given, never on what ran before, so the same prompts give the same figures.
+        The cache then holds the last prompt: the next answer re-evaluates its own system prefix once."""
+        if not prompts:
+            return []
+        for messages in prompts:
+            check_messages(messages)
+        token_lists = [self._prompt_token_ids(messages) for messages in prompts]
+        longest = max(len(ids) for ids in token_lists)
+        if longest >= self.n_ctx:
+            raise GeneratorError(
+                f"a judgement prompt has {longest} tokens but the context window holds {self.n_ctx} "
+                "(setting generator.n_ctx)"
+            )
+        keep_prefix = self.reuse_system_prefix and not self.reuse_prompt_cache
+        system = self.shared_prefix(prompts[0], token_lists[0]) if keep_prefix else []
+        common = _common_prefix(token_lists)
+        if len(common) < len(system) or common[: len(system)] != system:
+            system = []
+        yes, no = self._answer_tokens
+        llm = self._llm
+        odds: list[float] = []
+        try:
+            with self._queue.slot():
+                hold_prefix(llm, system)
+                llm.eval(common[len(system) :])
+                for ids in token_lists:
+                    if llm.n_tokens > len(common):
+                        llm._ctx.kv_cache_seq_rm(-1, len(common), -1)
+                        llm.n_tokens = len(common)
+                    llm.eval(ids[len(common) :])
+                    row = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+                    logits = np.ctypeslib.as_array(row, shape=(llm.n_vocab(),))
+                    odds.append(log_odds_from_logits(logits, yes, no))
+        except (GeneratorBusy, GeneratorError):
+            raise
+        except Exception as exc:
+            raise GeneratorError(f"judging with {self.model_id} failed: {exc}") from exc
+        return odds
 
     # -- the rest ----------------------------------------------------------------------------
 

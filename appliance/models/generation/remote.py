@@ -29,7 +29,7 @@ import math
 import threading
 import time
 from collections.abc import Generator as PyGenerator
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -45,6 +45,7 @@ from appliance.models.generation.base import (
     StatsBox,
     check_messages,
 )
+from appliance.models.generation.judgement import JudgementUnsupported, log_odds_from_top, top_logprobs_of
 
 logger = logging.getLogger("appliance.generator")
 
@@ -52,6 +53,7 @@ CHARS_PER_TOKEN = 3.5
 MESSAGE_OVERHEAD_TOKENS = 4
 REPLY_OVERHEAD_TOKENS = 3
 BODY_EXCERPT_CHARS = 300
+TOP_LOGPROBS = 20  # the first token's alternatives asked for in a judgement: yes and no are among them
 
 
 class _Retryable(Exception):
@@ -304,6 +306,46 @@ class OpenAICompatibleGenerator(GeneratorBase):
             queue_wait_ms=0.0,
             finish_reason=progress.finish or "stop",
         )
+
+    # -- yes/no judgements (judgement.py) -----------------------------------------------------
+
+    def yes_no_log_odds(self, prompts: Sequence[list[ChatMessage]]) -> list[float]:
+        """For each prompt, log P("yes") − log P("no") as the first answer token, from the server's
+        `top_logprobs` of a one-token completion (one request per prompt, no retries: a judgement is optional).
+
+        JudgementUnsupported when the server refuses the request (4xx) or answers without log-probabilities;
+        GeneratorError when it cannot be reached or fails (5xx)."""
+        return [self._judge(messages) for messages in prompts]
+
+    def _judge(self, messages: list[ChatMessage]) -> float:
+        check_messages(messages)
+        payload = {
+            "model": self.model_id,
+            "messages": [m.as_dict() for m in messages],
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "seed": self.seed,
+            "logprobs": True,
+            "top_logprobs": TOP_LOGPROBS,
+        }
+        try:
+            response = self._client.post(self.endpoint, json=payload, headers={"Accept": "application/json"})
+        except httpx.TransportError as exc:
+            raise GeneratorError(
+                f"the generator server at {self.endpoint} failed a judgement request: {type(exc).__name__}: {exc}"
+            ) from exc
+        if response.status_code >= 400:
+            message = f"HTTP {response.status_code} from {self.endpoint}: {_excerpt(response.text)}"
+            if response.status_code >= 500:
+                raise GeneratorError(f"the generator server failed a judgement request: {message}")
+            raise JudgementUnsupported(f"the generator server refused a judgement request (logprobs): {message}")
+        try:
+            data = response.json()
+        except ValueError as exc:
+            raise GeneratorError(f"the server at {self.endpoint} answered a judgement with no JSON") from exc
+        if not isinstance(data, dict):
+            raise JudgementUnsupported(f"the server at {self.endpoint} answered a judgement with no completion")
+        return log_odds_from_top(top_logprobs_of(data))
 
     # -- the rest ----------------------------------------------------------------------------
 

@@ -1,0 +1,212 @@
+"""The local LLM as a judge of the section choice: asked, for the ranker's best few sections, whether each
+answers the question, and its yes/no log-odds combined with the ranker's probability.
+
+For the top `candidates` regions of a Choice (its chosen section, then the best alternatives outside it, one
+per region: a parent and its part are one answer, not two rivals), the model reads the question, the
+section's label (document title › heading path) and the first `section_words` words of its text, and its
+log-odds of answering "Yes" rather than "No" (models/generation/judgement.py: one prefill, no decoding) adjust
+the ranker's score:
+
+    adjusted = log P_ranker(section) + weight · log-odds(yes : no)
+
+The judged sections are re-ranked by `adjusted`; together they keep the probability the ranker gave them,
+shared out in proportion to exp(adjusted); every other candidate keeps its own. Whether the whole job or one
+part was asked stays the ranker's choice within a region.
+
+`weight`, `candidates` and `section_words` are data (appliance/answer/fitted/llm_judge.json, written by
+scripts/bench_llm_judge.py --write, leave-one-corpus-out on the choice training set) and belong to the
+generator they were fitted with: with another generator, or another prompt, the judge is refused and the
+ranker decides alone (a log line says why). The setting `answer.llm_judge` turns it on, off, or "auto": on
+where the model runs on a GPU (docs/measurements/llm-judge.md: on 2 CPU cores it costs seconds per question).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
+from pathlib import Path
+
+from appliance.answer.question import Question
+from appliance.answer.quoted.choice import Choice, Ranked
+from appliance.answer.quoted.sections import Section
+from appliance.config import Settings
+from appliance.errors import ApplianceError, GeneratorBusy, GeneratorError
+from appliance.models.generation.base import ChatMessage
+from appliance.models.generation.judgement import JudgementUnsupported, YesNoJudge
+
+logger = logging.getLogger("appliance.answer")
+
+FITTED = Path(__file__).resolve().parent.parent / "fitted" / "llm_judge.json"
+SYSTEM = (
+    "You check search results for plant operators. You are given an operator's question and one section of a "
+    "procedure or runbook (its title and its first lines). Answer Yes if this section is where the answer to "
+    "the question is written (the steps or the fact asked for), No otherwise. Answer with one word: Yes or No."
+)
+USER = "Question: {question}\n\nSection: {label}\n{text}\n\nIs this section the answer to the question? Yes or No."
+
+
+def prompt_version() -> str:
+    """A fingerprint of the prompt: a weight fitted with other wording is refused."""
+    return hashlib.sha256((SYSTEM + "\x00" + USER).encode("utf-8")).hexdigest()[:12]
+
+
+def section_opening(section: Section, words: int) -> str:
+    """The section's first `words` words, its subsection headings included, one item a line."""
+    lines: list[str] = []
+    left = words
+    for item in section.items[1:] if section.heading else section.items:
+        if left <= 0:
+            break
+        taken = item.text.split()[:left]
+        left -= len(taken)
+        lines.append(" ".join(taken))
+    return "\n".join(lines)
+
+
+def judge_prompt(question: str, section: Section, words: int) -> list[ChatMessage]:
+    """The question comes first: the prompts of one question share it, and it is evaluated once."""
+    user = USER.format(question=question.strip(), label=section.label, text=section_opening(section, words))
+    return [ChatMessage("system", SYSTEM), ChatMessage("user", user)]
+
+
+@dataclass(frozen=True)
+class JudgeModel:
+    """The fitted combination (llm_judge.json)."""
+
+    generator: str  # the generator's model name the weight was fitted with
+    weight: float
+    candidates: int
+    section_words: int
+    prompt: str  # prompt_version() at fitting time
+    source: str = ""
+
+
+def load_judge_model(path: Path = FITTED) -> JudgeModel:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return JudgeModel(
+            generator=str(data["generator"]),
+            weight=float(data["weight"]),
+            candidates=int(data["candidates"]),
+            section_words=int(data["section_words"]),
+            prompt=str(data["prompt"]),
+            source=str(path),
+        )
+    except (OSError, ValueError, KeyError, TypeError) as exc:
+        raise ApplianceError(f"LLM judge model {path}: cannot be read ({exc})") from exc
+
+
+def judged_regions(choice: Choice, count: int) -> list[Ranked]:
+    """The chosen section and the best alternatives outside it, one per region: what the judge reads."""
+    return [choice.chosen, *choice.alternatives(count - 1)] if count > 0 else []
+
+
+def rejudge(choice: Choice, judged: Sequence[Ranked], odds: Sequence[float], weight: float) -> Choice:
+    """The choice with `judged` re-ranked by log P + weight · odds; their probability mass shared out anew."""
+    if len(judged) < 2:
+        return choice
+    adjusted = [math.log(max(r.probability, 1e-12)) + weight * o for r, o in zip(judged, odds, strict=True)]
+    top = max(adjusted)
+    shares = [math.exp(a - top) for a in adjusted]
+    mass = sum(r.probability for r in judged)
+    new = {id(r): replace(r, probability=mass * s / sum(shares)) for r, s in zip(judged, shares, strict=True)}
+    ranked = sorted((new.get(id(r), r) for r in choice.ranked), key=lambda r: -r.probability)
+    chosen = new[id(judged[max(range(len(judged)), key=lambda i: adjusted[i])])]
+    return replace(choice, chosen=chosen, ranked=ranked)
+
+
+class SectionJudge:
+    """Judges a Choice with a generator; never fails an answer: a failing model leaves the ranker's choice."""
+
+    def __init__(self, generator: YesNoJudge, model: JudgeModel) -> None:
+        self.generator = generator
+        self.model = model
+        self.last_ms = 0.0
+        self._unsupported = False
+
+    def __call__(self, question: Question, choice: Choice) -> Choice:
+        self.last_ms = 0.0
+        judged = judged_regions(choice, self.model.candidates)
+        if self._unsupported or len(judged) < 2:
+            return choice
+        started = time.perf_counter()
+        prompts = [judge_prompt(question.searched, r.section, self.model.section_words) for r in judged]
+        try:
+            odds = self.generator.yes_no_log_odds(prompts)
+        except JudgementUnsupported as exc:
+            self._unsupported = True
+            logger.warning("LLM judge off for this process: %s", exc)
+            return choice
+        except (GeneratorBusy, GeneratorError) as exc:
+            logger.warning("LLM judge skipped for one question (the ranker's choice stands): %s", exc)
+            return choice
+        finally:
+            self.last_ms = (time.perf_counter() - started) * 1000.0
+        return rejudge(choice, judged, odds, self.model.weight)
+
+
+def judge_wanted(settings: Settings, gpu_build: Callable[[], bool]) -> bool:
+    """answer.llm_judge: on, off, or auto (on where the generator runs on a GPU: a local model with layers
+    offloaded by a llama.cpp built with a GPU backend; the remote backend is the scale-out server, counted as one)."""
+    mode = settings.answer.llm_judge
+    if mode != "auto":
+        return mode == "on"
+    generator = settings.generator
+    if generator.backend == "openai":
+        return bool(generator.url)
+    return generator.n_gpu_layers != 0 and gpu_build()
+
+
+def llama_gpu_build() -> bool:
+    """Whether the installed llama.cpp can offload to a GPU (False when llama-cpp-python is absent)."""
+    try:
+        import llama_cpp
+    except ImportError:
+        return False
+    return bool(llama_cpp.llama_supports_gpu_offload())
+
+
+def section_judge(
+    settings: Settings,
+    generator: Callable[[], object],
+    *,
+    model_path: Path | None = None,
+    gpu_build: Callable[[], bool] = llama_gpu_build,
+) -> SectionJudge | None:
+    """The judge the settings ask for, or None (off, refused: the reason is logged). `generator` loads the
+    generator; it is called only when the judge is on."""
+    if not judge_wanted(settings, gpu_build):
+        return None
+    model_path = model_path or FITTED
+    model = load_judge_model(model_path)
+    level = logging.WARNING if settings.answer.llm_judge == "on" else logging.INFO
+    if model.prompt != prompt_version():
+        logger.log(
+            level,
+            "LLM judge off: %s was fitted with another prompt; run scripts/bench_llm_judge.py --write",
+            model_path,
+        )
+        return None
+    if settings.generator.model != model.generator:
+        logger.log(
+            level,
+            "LLM judge off: its weight (%s) was fitted with the generator %s, and generator.model is %s; "
+            "the ranker decides alone (refit with scripts/bench_llm_judge.py --write)",
+            model_path,
+            model.generator,
+            settings.generator.model,
+        )
+        return None
+    loaded = generator()
+    if not isinstance(loaded, YesNoJudge):
+        logger.log(level, "LLM judge off: the generator %s cannot score yes/no answers", settings.generator.model)
+        return None
+    logger.info(
+        "LLM judge on: %s judges the best %d sections (weight %.3g)", model.generator, model.candidates, model.weight
+    )
+    return SectionJudge(loaded, model)
