@@ -7,9 +7,10 @@ answer phrases or key phrases), its length, whether it is the gold section itsel
 vector and today's rule-based chooser's pick (answer/quoted/choice.py), so the fit compares against it on the
 same hits, and the evidence decision's probability (for the "none answers" model).
 
-Sets: train (scripts/qa/choice_train.jsonl, the fitting set), procedures (procedures.jsonl), heldout, sampled,
-tune, demo (the key-phrase sets). Indexes: docs_corpus and the four runbook folders, built under --home (the
-same folders as scripts/bench_sop.py, so one ingest serves both).
+Sets: train (scripts/qa/choice_train.jsonl, the fitting set), procedures (procedures.jsonl), procedures_llm
+(procedures_llm.jsonl: measurement only), heldout, sampled, tune, demo (the key-phrase sets). Indexes:
+docs_corpus and the four runbook folders, built under --home (the same folders as scripts/bench_sop.py, so one
+ingest serves both).
 
 Usage: python scripts/choice_features.py [--sets train,procedures,heldout,sampled,tune,demo] [--out FILE.pkl]
 """
@@ -35,10 +36,10 @@ from appliance.answer.quoted.label_vectors import LabelVectors
 from appliance.ingest.pipeline import ingest
 from appliance.retrieve.search import Searcher
 from appliance.text.questions import question_kind
-from scripts.bench_sop import KEYPHRASE_SETS, QA, REPO, RUNBOOKS, flat, settings_for
+from scripts.bench_sop import KEYPHRASE_SETS, PROCEDURE_SETS, QA, REPO, RUNBOOKS, flat, settings_for
 from scripts.lib.rule_choice import choose_section
 
-SETS = ("train", "procedures", "heldout", "sampled", "tune", "demo")
+SETS = ("train", "procedures", "procedures_llm", "heldout", "sampled", "tune", "demo")
 GROUP_OF_FOLDER = {
     "openshift-runbooks": "openshift",
     "gitlab-com-runbooks": "gitlab",
@@ -50,8 +51,8 @@ GROUP_OF_FOLDER = {
 def load_set(name: str) -> list[dict[str, Any]]:
     if name == "train":
         path = QA / "choice_train.jsonl"
-    elif name == "procedures":
-        path = QA / "procedures.jsonl"
+    elif name in PROCEDURE_SETS:
+        path = QA / PROCEDURE_SETS[name]
     else:
         path = QA / KEYPHRASE_SETS[name]
     items = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]

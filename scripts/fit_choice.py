@@ -45,6 +45,7 @@ from appliance.answer.question import GRAMMAR_KINDS, ngrams, reading_inputs
 from appliance.answer.quoted.features import BASE_FEATURES, FEATURES, heading_words, model_features, with_question
 from appliance.answer.quoted.sections import is_within
 from appliance.config import AnswerSettings
+from scripts.bench_sop import PROCEDURE_SETS
 
 REPO = Path(__file__).resolve().parent.parent
 GROUPS = ("docs_corpus", "openshift", "gitlab", "ir-prometheus")
@@ -343,8 +344,8 @@ def main() -> int:
         raise SystemExit("the features file was dumped with other feature names: run scripts/choice_features.py again")
     questions = dump["questions"]
     for q in questions:
-        if q["set"] == "procedures":
-            q["kind"] = "procedure"  # every question of procedures.jsonl asks for one
+        if q["set"] in PROCEDURE_SETS:
+            q["kind"] = "procedure"  # every question of procedures.jsonl and procedures_llm.jsonl asks for one
     # The training set, and the procedure set's tune split (procedures.jsonl: chosen on, never reported).
     train = [q for q in questions if q["set"] == "train" or (q["set"] == "procedures" and q["split"] == "tune")]
     report: dict[str, Any] = {"training_questions": len(train)}

@@ -268,6 +268,21 @@ def test_the_judge_reads_one_section_per_region_and_reranks_them_keeping_their_m
     assert rejudge(choice, judged, [-3.0, 2.0, 0.0], weight=0.0).section.name == "6.1 Prepare"
 
 
+def test_the_judge_never_makes_a_choice_certain_that_the_ranker_was_not_sure_of(tmp_path: Path) -> None:
+    """The ✓ was calibrated on the ranker alone: an overturned pick is never badged certain, nor one the ranker
+    was unsure of however strongly the judge agrees; a sure pick the judge keeps stays sure."""
+    sections = sections_of(tmp_path)
+    prepare, notify = heading(sections, "6.1 Prepare"), heading(sections, "7. Notifications")
+    sure = choice_of([(prepare, 0.95), (notify, 0.05)])
+    assert sure.certain
+    assert rejudge(sure, judged_regions(sure, 2), [3.0, -3.0], weight=1.0).certain  # kept: still sure
+    overturned = rejudge(sure, judged_regions(sure, 2), [-5.0, 5.0], weight=1.0)
+    assert overturned.section.name == "7. Notifications" and not overturned.certain
+    unsure = choice_of([(prepare, 0.6), (notify, 0.4)])
+    agreed = rejudge(unsure, judged_regions(unsure, 2), [6.0, -6.0], weight=1.0)
+    assert agreed.region_probability > 0.9 and not agreed.certain
+
+
 class ScriptedJudge:
     """A YesNoJudge that answers from a script (the real backends are tested above)."""
 

@@ -10,8 +10,9 @@ the ranker's score:
     adjusted = log P_ranker(section) + weight · log-odds(yes : no)
 
 The judged sections are re-ranked by `adjusted`; together they keep the probability the ranker gave them,
-shared out in proportion to exp(adjusted); every other candidate keeps its own. Whether the whole job or one
-part was asked stays the ranker's choice within a region.
+shared out in proportion to exp(adjusted); every other candidate keeps its own. The ✓ (certain) was calibrated
+on the ranker alone: after the judge it stands only where the ranker was certain and the judge kept its pick.
+Whether the whole job or one part was asked stays the ranker's choice within a region.
 
 `weight`, `candidates` and `section_words` are data (appliance/answer/fitted/llm_judge.json, written by
 scripts/bench_llm_judge.py --write, leave-one-corpus-out on the choice training set) and belong to the
@@ -117,7 +118,12 @@ def rejudge(choice: Choice, judged: Sequence[Ranked], odds: Sequence[float], wei
     new = {id(r): replace(r, probability=mass * s / sum(shares)) for r, s in zip(judged, shares, strict=True)}
     ranked = sorted((new.get(id(r), r) for r in choice.ranked), key=lambda r: -r.probability)
     chosen = new[id(judged[max(range(len(judged)), key=lambda i: adjusted[i])])]
-    return replace(choice, chosen=chosen, ranked=ranked)
+    judged_choice = replace(choice, chosen=chosen, ranked=ranked)
+    # The ✓ was calibrated on the ranker's probabilities alone: it stands only where the ranker was sure and the
+    # judge kept its pick; an overturned pick, or one the judge made sure, is never badged certain.
+    if not (choice.certain and chosen.section is choice.chosen.section):
+        judged_choice = replace(judged_choice, certain_probability=math.inf)
+    return judged_choice
 
 
 class SectionJudge:
