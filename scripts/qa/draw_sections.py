@@ -72,12 +72,14 @@ def group_files(group: str) -> list[Path]:
     return files
 
 
-def excluded_pairs() -> set[tuple[str, str]]:
+def excluded_pairs(sets: Sequence[str] = ("procedures.jsonl",)) -> set[tuple[str, str]]:
+    """(file, heading path) of every gold section of the given question sets of scripts/qa/."""
     pairs = set()
-    for line in (QA / "procedures.jsonl").read_text(encoding="utf-8").splitlines():
-        if line.strip():
-            entry = json.loads(line)
-            pairs.add((entry["gold_file"], entry["gold_section"]))
+    for name in sets:
+        for line in (QA / name).read_text(encoding="utf-8").splitlines():
+            entry = json.loads(line) if line.strip() else {}
+            if entry.get("gold_file"):
+                pairs.add((entry["gold_file"], entry["gold_section"]))
     return pairs
 
 

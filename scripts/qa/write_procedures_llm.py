@@ -38,7 +38,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
 from appliance.text.layout import layout_items
 from appliance.text.stopwords import STOPWORDS
 from scripts.qa.check_choice import copied_runs, flat
-from scripts.qa.draw_sections import GROUPS, STYLE_CARDS, candidate_sections, group_files, read_document
+from scripts.qa.draw_sections import (
+    ACTIONABLE,
+    GROUPS,
+    STYLE_CARDS,
+    candidate_sections,
+    excluded_pairs,
+    group_files,
+    read_document,
+)
 from scripts.qa.procedure_outlines import REPO, SEPARATOR, resolve, section_text
 
 QA = Path(__file__).resolve().parent
@@ -62,13 +70,7 @@ and do not copy phrases from the text. Style: {card}. Reply with the question on
 
 def gold_pairs() -> set[tuple[str, str]]:
     """(file, heading path) of every gold section of procedures.jsonl and choice_train.jsonl."""
-    pairs = set()
-    for name in ("procedures.jsonl", "choice_train.jsonl"):
-        for line in (QA / name).read_text(encoding="utf-8").splitlines():
-            entry = json.loads(line) if line.strip() else {}
-            if entry.get("gold_file"):
-                pairs.add((entry["gold_file"], entry["gold_section"]))
-    return pairs
+    return excluded_pairs(("procedures.jsonl", "choice_train.jsonl"))
 
 
 def draw(seed: int, per_group: int, min_words: int = 40) -> list[dict[str, Any]]:
@@ -110,7 +112,7 @@ def _phrase(item_text: str, kind: str) -> str:
 def step_phrases(text: str, headings: set[str]) -> list[str]:
     """2-8 phrases: the first words of the step / command items (not headings), in order, each once in the section."""
     items = [i for i in layout_items(text) if text[i.start : i.end].strip() not in headings]
-    acting = [i for i in items if i.numbered or i.kind in ("step", "code", "warning", "caution", "hold")]
+    acting = [i for i in items if i.numbered or i.kind in ACTIONABLE]
     if len(acting) < 2:
         acting = [i for i in items if i.kind in ("item", "step", "code")]
     phrases: list[str] = []
