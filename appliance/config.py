@@ -399,6 +399,13 @@ class AnswerSettings(Section):
         "!= 0 with a GPU build of llama.cpp, or the openai backend's server); off on the CPU, where it costs "
         "seconds per question (docs/measurements/llm-judge.md). on / off: always / never.",
     )
+    llm_judge_timing: Literal["auto", "before", "after"] = Field(
+        "auto",
+        description="When the judge runs. before: the steps are shown once judged. after: the ranker's section is "
+        "shown at once (the API's 'steps' event says checking: true), then the judge runs and, where it picks "
+        "another section, a 'revised' event replaces the steps and names the one shown first. auto: before where "
+        "the generator runs on a GPU or a server (tens of milliseconds), after on the CPU (seconds).",
+    )
 
 
 class FollowupSettings(Section):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from typing import Any
 
 from appliance.config import Settings
@@ -97,3 +97,30 @@ def generated(settings: Settings) -> Settings:
     """The settings with answer.mode = generated: for tests of what the model's own answer goes through
     (quoted answers, the default, never ask the model)."""
     return settings.model_copy(update={"answer": settings.answer.model_copy(update={"mode": "generated"})})
+
+
+class ScriptedJudgeGenerator(ScriptedGenerator):
+    """A generator that also judges sections (the YesNoJudge of quoted/judge.py): "Yes" (+5) to the prompts whose
+    text holds `favour`, "No" (−5) to the others; `favour=None` says Yes to the second prompt only (overturning the
+    ranker). With `gate` it waits until the gate is set, as a slow CPU model does."""
+
+    def __init__(self, favour: str | None = None, *, gate: threading.Event | None = None) -> None:
+        super().__init__()
+        self.favour = favour
+        self.gate = gate
+        self.judged: list[list[str]] = []  # the user prompt of every judgement, per call
+
+    def yes_no_log_odds(self, prompts: Sequence[list[ChatMessage]]) -> list[float]:
+        if self.gate is not None:
+            self.gate.wait(timeout=60)
+        texts = [messages[-1].content for messages in prompts]
+        self.judged.append(texts)
+        if self.favour is None:
+            return [5.0 if i == 1 else -5.0 for i in range(len(texts))]
+        return [5.0 if self.favour in text else -5.0 for text in texts]
+
+
+def judging(settings: Settings, timing: str) -> Settings:
+    """The settings with the LLM judge on, run `timing` ("before" / "after") the steps are shown."""
+    answer = settings.answer.model_copy(update={"llm_judge": "on", "llm_judge_timing": timing})
+    return settings.model_copy(update={"answer": answer})

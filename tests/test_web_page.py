@@ -646,3 +646,59 @@ def test_a_procedure_is_shown_as_the_sop_writes_it_and_opens_at_its_section(quot
     foreign = [url for url in requests if urlsplit(url).hostname != "127.0.0.1"]
     assert not foreign, f"requests to other hosts: {foreign}"
     assert not console_errors, f"console errors: {console_errors}"
+
+
+@pytest.fixture
+def judging_server(home: Path, models_dir: Path, tmp_path: Path) -> Iterator[tuple[str, threading.Event]]:
+    """An alarm guide and the SOP it points to, served with the judge after the steps (the CPU's default when on);
+    the scripted judge waits on a gate, as a slow CPU model does, then picks the ranker's second region."""
+    from tests.fakes import ScriptedJudgeGenerator, judging
+    from tests.test_judge_after import ALARMS, LEAK
+
+    settings = judging(Settings(home=home, models_dir=models_dir), "after")
+    root = tmp_path / "plant"
+    root.mkdir()
+    (root / "SOP-SCADA-001.md").write_text(ALARMS)
+    (root / "SOP-CL-001.md").write_text(LEAK)
+    ingest(settings, [root])
+    gate = threading.Event()
+    answerer = Answerer(settings, generator=ScriptedJudgeGenerator(favour=None, gate=gate))  # type: ignore[arg-type]
+    with serving(create_app(settings, answerer=answerer), "uvicorn-judge-page-test") as base:
+        try:
+            yield base, gate
+        finally:
+            gate.set()
+
+
+@pytest.mark.slow
+def test_steps_replaced_by_the_local_models_check_say_so_and_offer_the_first(
+    judging_server: tuple[str, threading.Event],
+) -> None:
+    server, gate = judging_server
+    ARTIFACTS.mkdir(exist_ok=True)
+    with watched_page(server + "/") as (page, requests, console_errors):
+        expect = sync_api.expect
+        question = page.get_by_label("Question", exact=True)
+        question.fill("ALM-CL2-LEAK-02 just came in, what do I do?")
+        question.press("Enter")
+        # The ranker's steps are on screen while the model checks them, and the page says they may change.
+        judged = page.locator("#judged")
+        expect(judged).to_contain_text("Checking this choice with the local model")
+        expect(page.locator("#steps")).to_be_visible()
+        first = page.locator("#steps-list > li").first.inner_text()
+        expect(page.locator("#badge")).to_be_hidden()  # no ✓ before the check is done
+        page.screenshot(path=str(ARTIFACTS / "web-page-judge-checking.png"), full_page=True)
+
+        gate.set()
+        expect(page.locator("main")).to_have_attribute("data-state", "done", timeout=30_000)
+        expect(judged).to_contain_text("Replaced after the local model's check")
+        expect(judged).to_have_class(re.compile(r"\breplaced\b"))
+        assert page.locator("#steps-list > li").first.inner_text() != first
+        expect(page.locator("#badge")).not_to_contain_text("✓")
+        expect(page.locator("#timings")).to_contain_text("Choice checked by the local model in")
+        page.screenshot(path=str(ARTIFACTS / "web-page-judge-replaced.png"), full_page=True)
+        judged.get_by_role("button", name="Open the first").click()
+        expect(page.locator("#viewer")).to_have_attribute("data-state", "open")
+    foreign = [url for url in requests if urlsplit(url).hostname != "127.0.0.1"]
+    assert not foreign, f"requests to other hosts: {foreign}"
+    assert not console_errors, f"console errors: {console_errors}"

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import datetime as dt
 import time
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import replace
 from functools import cached_property
 from typing import Any
@@ -21,11 +21,10 @@ from appliance.answer.followup_model import SearchReader
 from appliance.answer.generated.prompt import SYSTEM_PROMPT
 from appliance.answer.generated.respond import generated_events
 from appliance.answer.question import Question, read_question
-from appliance.answer.quoted.answer import Quoted, quote_answer
-from appliance.answer.quoted.choice import choose_section
+from appliance.answer.quoted.answer import Quoted
 from appliance.answer.quoted.judge import SectionJudge, section_judge
 from appliance.answer.quoted.label_vectors import LabelVectors
-from appliance.answer.quoted.respond import quoted_events
+from appliance.answer.quoted.quoting import QuotedAnswers, Quoting
 from appliance.answer.results import (  # noqa: F401  (the records callers import from here)
     Alternative,
     AnswerEvent,
@@ -33,6 +32,7 @@ from appliance.answer.results import (  # noqa: F401  (the records callers impor
     Citation,
     EvidenceItem,
     EvidenceSentence,
+    JudgeCheck,
     ShownSection,
     ms_since,
     refusal_result,
@@ -42,7 +42,7 @@ from appliance.index.filters import NO_FILTERS, Filters
 from appliance.index.records import ChunkRow
 from appliance.models.calibration import support_calibrated
 from appliance.models.generation import Generator, load_generator
-from appliance.retrieve.search import Hit, Searcher, SearchResult
+from appliance.retrieve.search import Searcher, SearchResult
 
 # How many of the closest passages a refusal still lists, so the operator can look for himself.
 REFUSAL_CLOSEST = 3
@@ -76,6 +76,11 @@ class Answerer:
     def judge(self) -> SectionJudge | None:
         """The local model judging the section choice, where answer.llm_judge turns it on (quoted/judge.py)."""
         return section_judge(self.settings, lambda: self.generator)
+
+    @cached_property
+    def quoted(self) -> QuotedAnswers:
+        """The quoted path (quoted/quoting.py): section choice, the judge, the documents' own text."""
+        return QuotedAnswers(self.settings, self.searcher, lambda: self.labels, lambda: self.judge, self._controls)
 
     def close(self) -> None:
         self.searcher.close()
@@ -135,14 +140,15 @@ class Answerer:
         quoting = (mode or self.settings.answer.mode) == "quoted"
         wanted = max(max_sources, REFUSAL_CLOSEST, self.settings.answer.section_hits if quoting else 0)
         quoted: Quoted | None = None
+        quoting_state: Quoting | None = None
         timings: dict[str, float] = {}
         with self.searcher.index.reading():  # the hits, their rows and their sections from one committed state
             found = self.searcher.search(standalone.question, k=wanted, filters=filters)
             rows = self.searcher.catalog.chunks_by_ids([hit.chunk_id for hit in found.hits])
             if quoting and found.evidence.sufficient:
                 t = time.perf_counter()
-                read = self._read(question, standalone, found)
-                quoted = self._quote(read, found.hits, rows)
+                quoting_state = self.quoted.choose(self._read(question, standalone, found), found.hits, rows)
+                quoted = self.quoted.quote(quoting_state) if quoting_state is not None else None
                 timings["sections"] = ms_since(t)
         timings["retrieve"] = found.timings_ms.get("total", 0.0) - found.timings_ms.get("rerank", 0.0)
         if standalone.method != "none":
@@ -158,16 +164,10 @@ class Answerer:
         controls = self._controls(paths)
         if not found.evidence.sufficient:
             events = self._refusal_events(searched, found, rows, document_ids, timings, started)
-        elif quoted is not None:
-            events = quoted_events(
-                searched,
-                quoted,
-                {hit.chunk_id: hit.score for hit in found.hits},
-                document_ids,
-                sentences=self.settings.answer.evidence_sentences,
-                ocr_low_confidence=self.settings.ingest.ocr_low_confidence,
-                timings=timings,
-                started=started,
+        elif quoted is not None and quoting_state is not None:
+            scores = {hit.chunk_id: hit.score for hit in found.hits}
+            events = self.quoted.events(
+                searched, quoting_state, quoted, scores, document_ids, controls, timings, started
             )
         else:
             events = generated_events(
@@ -187,40 +187,14 @@ class Answerer:
         for event in events:
             if event.kind == "done" and event.result is not None:
                 result = _with_controls(_as_asked(event.result, question, standalone, found), controls)
+                if quoting_state is not None and quoting_state.check is not None and result.judge is None:
+                    result.judge = quoting_state.check
                 event = AnswerEvent("done", result=result)
             yield event
 
     def _read(self, typed: str, standalone: Standalone, found: SearchResult) -> Question:
         vector = self.searcher.embedder.embed_query(found.searched)
         return read_question(typed, standalone.question, found.searched, vector)
-
-    def _quote(self, question: Question, hits: Sequence[Hit], rows: dict[str, ChunkRow]) -> Quoted | None:
-        ranked = [(rows[hit.chunk_id], hit.score) for hit in hits if hit.chunk_id in rows]
-        catalog = self.searcher.catalog
-        # The choice reads the best documents whole; the excerpt's other sections mostly lie in them again.
-        chunks_of = _read_once(catalog.chunks_of_documents)
-        choice = choose_section(
-            question,
-            ranked,
-            chunks_of,
-            self.labels,
-            lambda ids: dict(catalog.embeddings(dict.fromkeys(ids))),
-            catalog.documents_named,
-        )
-        if choice is None:
-            return None
-        if self.judge is not None:
-            choice = self.judge(question, choice)
-        settings = self.settings.answer
-        return quote_answer(
-            question,
-            choice,
-            ranked,
-            chunks_of=chunks_of,
-            embed_texts=self.searcher.embedder.embed,
-            max_words=settings.max_procedure_words,
-            excerpt_words=settings.excerpt_words,
-        )
 
     def _refusal_events(
         self,
@@ -260,18 +234,3 @@ def _as_asked(result: AnswerResult, asked: str, standalone: Standalone, found: S
     if not result.refused and found.evidence.signals is not None:
         result.unmatched_terms = list(found.evidence.signals.unknown_terms)
     return result
-
-
-def _read_once(
-    chunks_of: Callable[[Sequence[str]], dict[str, list[ChunkRow]]],
-) -> Callable[[Sequence[str]], dict[str, list[ChunkRow]]]:
-    """`chunks_of` reading each document from the catalog once per question."""
-    read: dict[str, list[ChunkRow]] = {}
-
-    def chunks_of_once(paths: Sequence[str]) -> dict[str, list[ChunkRow]]:
-        missing = [path for path in paths if path not in read]
-        if missing:
-            read.update(chunks_of(missing))
-        return {path: read[path] for path in paths if path in read}
-
-    return chunks_of_once

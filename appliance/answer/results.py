@@ -80,6 +80,17 @@ class Alternative:
 Confidence = Literal["certain", "close", "uncertain"]
 
 
+@dataclass(frozen=True)
+class JudgeCheck:
+    """What the local model's check of a quoted answer's section did (answer/quoted/judge.py)."""
+
+    timing: Literal["before", "after"]  # before the steps were shown, or after (they were then replaced or kept)
+    kept: bool  # the ranker's pick stood
+    ms: float
+    # Timing "after" with the pick changed: the section shown first, then replaced by the judged one.
+    first_shown: Alternative | None = None
+
+
 @dataclass
 class AnswerResult:
     question: str
@@ -140,6 +151,8 @@ class AnswerResult:
     # corrected): an answer given despite them may be about something else ("the chlorine dioxide generator"
     # answered from the standby generator's test), so the page and the CLI name them and withhold the ✓.
     unmatched_terms: list[str] = field(default_factory=list)
+    # The local model's check of the section choice, where answer.llm_judge runs it; None where it did not run.
+    judge: JudgeCheck | None = None
 
     def as_json(self) -> dict[str, Any]:
         data = asdict(self)
@@ -147,7 +160,7 @@ class AnswerResult:
         return data
 
 
-EventKind = Literal["evidence", "steps", "token", "done"]
+EventKind = Literal["evidence", "steps", "revised", "token", "done"]
 
 
 @dataclass(frozen=True)
@@ -159,6 +172,11 @@ class AnswerEvent:
     # kind "steps": the quoted answer's kind and items, as soon as search has chosen them.
     answer_kind: str | None = None
     steps: list[Step] | None = None
+    # kind "steps": the local model checks the choice next (a "revised" event may replace these steps).
+    checking: bool = False
+    # kind "revised": the judged section's evidence, answer_kind and steps replace what was shown; this names
+    # the section shown first.
+    first_shown: Alternative | None = None
 
 
 def refusal_result(question: str, closest: list[EvidenceItem], timings: dict[str, float], reason: str) -> AnswerResult:

@@ -9,7 +9,7 @@ from typing import Any
 
 import click
 
-from appliance.answer.answerer import Answerer, AnswerResult, EvidenceItem
+from appliance.answer.answerer import Alternative, Answerer, AnswerResult, EvidenceItem
 from appliance.answer.quoted.answer import Step
 from appliance.cli.common import current_settings, echo_json, handle_errors
 from appliance.cli.table_layout import aligned, table_lines, terminal_width
@@ -113,6 +113,13 @@ def _print_quotes(result: AnswerResult) -> None:
         for line in lines:
             click.echo(click.style(f"    > {line}", bold=True))
         click.echo(f"    [{quote.n}]")
+
+
+def _revised_line(first: Alternative | None) -> str:
+    """Why the steps above were replaced, naming the section shown first."""
+    name = (first.section.split(" › ")[-1] if first.section else first.title) if first else "the first section"
+    where = f" ({first.path})" if first else ""
+    return f"Replaced after the local model's check: it judged the section below a better match than {name}{where}."
 
 
 def _shortened(sentence: str, limit: int = 90) -> str:
@@ -288,6 +295,15 @@ def register(cli: click.Group) -> None:
                 elif event.kind == "steps" and event.steps is not None:
                     _print_steps(event.answer_kind, event.steps)
                     streamed = True
+                    if event.checking:
+                        click.echo(click.style("The local model is checking this choice…", fg="cyan"))
+                elif event.kind == "revised" and event.steps is not None:
+                    click.echo()
+                    click.echo(click.style(_revised_line(event.first_shown), fg="yellow"))
+                    files = host_files(answerer.searcher.catalog, [item.path for item in event.evidence or []])
+                    _print_evidence(event.evidence or [], False, files, sentences=False)
+                    click.echo()
+                    _print_steps(event.answer_kind, event.steps)
                 elif event.kind == "token" and stream and event.text:
                     streamed = True
                     sys.stdout.write(event.text)

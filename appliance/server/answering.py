@@ -25,7 +25,14 @@ from appliance.answer.followup import Turn
 from appliance.config import AnswerMode
 from appliance.errors import GeneratorBusy
 from appliance.index.filters import Filters
-from appliance.models.generation import ChatMessage, GenerationStats, GenerationStream, Generator
+from appliance.models.generation import (
+    ChatMessage,
+    GenerationStats,
+    GenerationStream,
+    Generator,
+    JudgementUnsupported,
+    YesNoJudge,
+)
 from appliance.server.problems import AnswerTimeout, log_unexpected
 from appliance.server.state import AppState
 
@@ -96,6 +103,16 @@ class _TrackedGenerator:
     def complete(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> tuple[str, GenerationStats]:
         try:
             return self._resolve().complete(messages, max_tokens=max_tokens)
+        finally:
+            self._queue_changed()
+
+    def yes_no_log_odds(self, prompts: Sequence[list[ChatMessage]]) -> list[float]:
+        """The section judge's yes/no scoring (quoted/judge.py) on the shared generator, where it has it."""
+        generator = self._resolve()
+        if not isinstance(generator, YesNoJudge):
+            raise JudgementUnsupported(f"the generator {generator.model_id} cannot score yes/no answers")
+        try:
+            return generator.yes_no_log_odds(prompts)
         finally:
             self._queue_changed()
 

@@ -3,6 +3,9 @@
 SSE format of an ask (`stream: true`, or `Accept: text/event-stream`):
     event: evidence   data: {"evidence": [EvidenceItem, …]}     first, before the model writes
     event: steps      data: {"answer_kind", "steps": [Step, …]}  a quoted answer: the SOP's own items, at once
+                      (+ "checking": true where the local model checks the section choice next)
+    event: revised    data: {"evidence", "answer_kind", "steps", "first_shown": Alternative}  the check chose another
+                      section: its sources and steps replace those shown; first_shown names the one shown first
     event: token      data: {"text": "…"}                        one per generated piece (a generated answer)
     event: done       data: AnswerResult.as_json() + request_id   last
 or, when something fails after the stream has begun:
@@ -93,7 +96,20 @@ async def _ask_stream(
                     yield sse_event("evidence", {"evidence": [asdict(item) for item in event.evidence or []]})
                 elif event.kind == "steps":
                     steps = [asdict(step) for step in event.steps or []]
-                    yield sse_event("steps", {"answer_kind": event.answer_kind, "steps": steps})
+                    data: dict[str, object] = {"answer_kind": event.answer_kind, "steps": steps}
+                    if event.checking:
+                        data["checking"] = True
+                    yield sse_event("steps", data)
+                elif event.kind == "revised":
+                    yield sse_event(
+                        "revised",
+                        {
+                            "evidence": [asdict(item) for item in event.evidence or []],
+                            "answer_kind": event.answer_kind,
+                            "steps": [asdict(step) for step in event.steps or []],
+                            "first_shown": asdict(event.first_shown) if event.first_shown else None,
+                        },
+                    )
                 elif event.kind == "token":
                     yield sse_event("token", {"text": event.text or ""})
                 elif event.kind == "done" and event.result is not None:

@@ -19,6 +19,8 @@ scripts/bench_llm_judge.py --write, leave-one-corpus-out on the choice training 
 generator they were fitted with: with another generator, or another prompt, the judge is refused and the
 ranker decides alone (a log line says why). The setting `answer.llm_judge` turns it on, off, or "auto": on
 where the model runs on a GPU (docs/measurements/llm-judge.md: on 2 CPU cores it costs seconds per question).
+`answer.llm_judge_timing` says whether the answer waits for it, or shows the ranker's pick first and lets the
+judge replace it (answer/quoted/checked_after.py).
 """
 
 from __future__ import annotations
@@ -31,6 +33,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
+from typing import Literal
 
 from appliance.answer.question import Question
 from appliance.answer.quoted.choice import Choice, Ranked
@@ -126,12 +129,17 @@ def rejudge(choice: Choice, judged: Sequence[Ranked], odds: Sequence[float], wei
     return judged_choice
 
 
-class SectionJudge:
-    """Judges a Choice with a generator; never fails an answer: a failing model leaves the ranker's choice."""
+Timing = Literal["before", "after"]
 
-    def __init__(self, generator: YesNoJudge, model: JudgeModel) -> None:
+
+class SectionJudge:
+    """Judges a Choice with a generator; never fails an answer: a failing model leaves the ranker's choice.
+    `timing`: whether the answer waits for it ("before") or shows the ranker's pick first ("after")."""
+
+    def __init__(self, generator: YesNoJudge, model: JudgeModel, timing: Timing = "before") -> None:
         self.generator = generator
         self.model = model
+        self.timing = timing
         self.last_ms = 0.0
         self._unsupported = False
 
@@ -156,16 +164,30 @@ class SectionJudge:
         return rejudge(choice, judged, odds, self.model.weight)
 
 
-def judge_wanted(settings: Settings, gpu_build: Callable[[], bool]) -> bool:
-    """answer.llm_judge: on, off, or auto (on where the generator runs on a GPU: a local model with layers
-    offloaded by a llama.cpp built with a GPU backend; the remote backend is the scale-out server, counted as one)."""
-    mode = settings.answer.llm_judge
-    if mode != "auto":
-        return mode == "on"
+def runs_fast(settings: Settings, gpu_build: Callable[[], bool]) -> bool:
+    """Whether the generator runs on a GPU: a local model with layers offloaded by a llama.cpp built with a GPU
+    backend; the remote backend is the scale-out server, counted as one."""
     generator = settings.generator
     if generator.backend == "openai":
         return bool(generator.url)
     return generator.n_gpu_layers != 0 and gpu_build()
+
+
+def judge_wanted(settings: Settings, gpu_build: Callable[[], bool]) -> bool:
+    """answer.llm_judge: on, off, or auto (on where the generator runs on a GPU)."""
+    mode = settings.answer.llm_judge
+    if mode != "auto":
+        return mode == "on"
+    return runs_fast(settings, gpu_build)
+
+
+def judge_timing(settings: Settings, gpu_build: Callable[[], bool]) -> Timing:
+    """answer.llm_judge_timing: before, after, or auto (before on a GPU, after on the CPU: docs/measurements/
+    llm-judge.md, seconds a question there, against a first content goal of 2 s)."""
+    timing = settings.answer.llm_judge_timing
+    if timing != "auto":
+        return timing
+    return "before" if runs_fast(settings, gpu_build) else "after"
 
 
 def llama_gpu_build() -> bool:
@@ -212,7 +234,12 @@ def section_judge(
     if not isinstance(loaded, YesNoJudge):
         logger.log(level, "LLM judge off: the generator %s cannot score yes/no answers", settings.generator.model)
         return None
+    timing = judge_timing(settings, gpu_build)
     logger.info(
-        "LLM judge on: %s judges the best %d sections (weight %.3g)", model.generator, model.candidates, model.weight
+        "LLM judge on: %s judges the best %d sections (weight %.3g), %s the steps are shown",
+        model.generator,
+        model.candidates,
+        model.weight,
+        timing,
     )
-    return SectionJudge(loaded, model)
+    return SectionJudge(loaded, model, timing)

@@ -38,6 +38,7 @@
     alternativesList: $("alternatives-list"),
     badge: $("badge"),
     alsoMatches: $("also-matches"),
+    judged: $("judged"),
     unsupported: $("unsupported"),
     unsupportedList: $("unsupported-list"),
     removed: $("removed"),
@@ -140,6 +141,8 @@
     clear(ui.alternativesList);
     show(ui.alsoMatches, false);
     clear(ui.alsoMatches);
+    show(ui.judged, false);
+    clear(ui.judged);
     show(ui.cited, false);
     clear(ui.citedList);
     show(ui.timings, false);
@@ -715,6 +718,31 @@
     show(ui.steps, list.length > 0);
   }
 
+  /* The local model checks the section choice after the steps are shown (answer.llm_judge_timing "after"): say
+   * so while it runs, and when it picks another section say why the steps changed and offer the first one. */
+  function renderChecking() {
+    clear(ui.judged);
+    ui.judged.className = "judged";
+    ui.judged.textContent = "Checking this choice with the local model: the steps may change in a few seconds.";
+    show(ui.judged, true);
+  }
+
+  function renderReplaced(first) {
+    clear(ui.judged);
+    if (!first || typeof first !== "object") {
+      show(ui.judged, false);
+      return;
+    }
+    ui.judged.className = "judged replaced";
+    const name = String(first.section || first.title || first.path || "").split(" › ").pop();
+    ui.judged.appendChild(
+      el("span", null, "Replaced after the local model's check: it judged the steps below a better match than " + name + " (" + String(first.path || "") + "), shown first.")
+    );
+    const opener = openButton(first, first.chunk_id, "Open the first");
+    if (opener) ui.judged.appendChild(opener);
+    show(ui.judged, true);
+  }
+
   // A close call is said on the first screen, above the steps: the other section nearly as likely, to open.
   function renderAlsoMatches(result) {
     clear(ui.alsoMatches);
@@ -763,6 +791,7 @@
     } else if (Array.isArray(result.steps) && result.steps.length) {
       clear(ui.answer);
       renderSteps(result.answer_kind, result.steps);
+      renderReplaced(result.judge && result.judge.first_shown);
       renderAlsoMatches(result);
       renderAlternatives(result.alternatives);
       renderBadge(result);
@@ -923,7 +952,9 @@
     if (fmtMs(t.total)) parts.push("Total " + fmtMs(t.total));
     if (fmtMs(t.rewrite)) parts.push("Follow-up rewrite " + fmtMs(t.rewrite));
     if (fmtMs(t.retrieve)) parts.push("Search " + fmtMs(t.retrieve));
-    parts.push(result.model ? "Model " + result.model : "No model asked");
+    // The local model's check of the section choice asks the model, though it writes nothing.
+    if (result.judge && fmtMs(result.judge.ms)) parts.push("Choice checked by the local model in " + fmtMs(result.judge.ms));
+    else parts.push(result.model ? "Model " + result.model : "No model asked");
     ui.timings.textContent = parts.join(" · ");
     show(ui.timings, true);
   }
@@ -1077,7 +1108,16 @@
       } else if (name === "steps") {
         setState("streaming");
         renderSteps(data.answer_kind, data.steps);
-        ui.status.textContent = "Shown from the documents; finishing…";
+        if (data.checking) {
+          renderChecking();
+          ui.status.textContent = "Shown from the documents; the local model is checking the choice…";
+        } else {
+          ui.status.textContent = "Shown from the documents; finishing…";
+        }
+      } else if (name === "revised") {
+        renderEvidence(Array.isArray(data.evidence) ? data.evidence : []);
+        renderSteps(data.answer_kind, data.steps);
+        renderReplaced(data.first_shown);
       } else if (name === "token") {
         if (ui.main.dataset.state !== "streaming") setState("streaming");
         streamed += typeof data.text === "string" ? data.text : "";

@@ -1,0 +1,191 @@
+"""The LLM judge after the steps are shown (answer.llm_judge_timing = "after", the CPU's default): the ranker's
+section at once, its steps event saying a check follows; then the judge's pick, replacing the steps only where it
+chose another section, and saying which one was shown first. Before (a GPU's default) the answer waits for it.
+
+The judge is scripted (tests/fakes.py): the real model's scoring is specified in test_llm_judge.py."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+from typing import Any
+
+import pytest
+from fastapi.testclient import TestClient
+
+from appliance.answer.answerer import Answerer, AnswerEvent
+from appliance.config import Settings
+from appliance.errors import GeneratorError
+from appliance.ingest.pipeline import ingest
+from appliance.server.app import create_app
+from tests.fakes import ScriptedGenerator, ScriptedJudgeGenerator, judging
+
+ALARMS = """# SOP-SCADA-001 SCADA Alarm Response Guide
+
+## Chlorine alarms
+
+| Alarm | Meaning | Response |
+| --- | --- | --- |
+| ALM-CL2-LEAK-01 | Chlorine gas 1.0 ppm in the chlorine room | See SOP-CL-001 section 6.2 |
+| ALM-CL2-LEAK-02 | Chlorine gas 3.0 ppm in the chlorine room | See SOP-CL-001 section 6.3 |
+"""
+
+LEAK = """# SOP-CL-001 Chlorine Gas Leak Response
+
+## 1. Purpose
+
+What operators do when the chlorine gas detectors alarm.
+
+## 6. Procedure
+
+### 6.2 First-stage leak alarm
+
+1. Look at the chlorine room camera before anyone goes near the room.
+2. Two operators with escape respirators check the containers from the door.
+
+### 6.3 Second-stage leak alarm
+
+1. Evacuate the chlorine building and the filter gallery at once.
+2. Call the fire department on 911 and the Shift Supervisor on ext. 2101.
+3. Nobody enters the chlorine room without the SCBA team.
+"""
+
+QUESTION = "ALM-CL2-LEAK-02 just came in, what do I do?"
+
+
+@pytest.fixture(scope="module")
+def indexed(tmp_path_factory: pytest.TempPathFactory, models_dir: Path) -> Settings:
+    settings = Settings(home=tmp_path_factory.mktemp("home"), models_dir=models_dir)
+    root = tmp_path_factory.mktemp("docs") / "plant"
+    root.mkdir()
+    (root / "SOP-SCADA-001.md").write_text(ALARMS)
+    (root / "SOP-CL-001.md").write_text(LEAK)
+    ingest(settings, [root])
+    return settings
+
+
+def events_of(settings: Settings, generator: Any, question: str = QUESTION) -> list[AnswerEvent]:
+    answerer = Answerer(settings, generator=generator)
+    try:
+        return list(answerer.events(question))
+    finally:
+        answerer.close()
+
+
+def first_pick(indexed: Settings) -> tuple[str, str]:
+    """The ranker's own section (judge off) and its best rival's, as "path › heading"."""
+    result = Answerer(indexed, generator=ScriptedGenerator()).ask(QUESTION)  # type: ignore[arg-type]
+    assert result.judge is None and result.steps and result.alternatives
+    chosen = f"{result.sections[0].path} › {result.sections[0].section}"
+    rival = result.alternatives[0]
+    return chosen, f"{rival.path} › {rival.section}"
+
+
+def label(result: Any) -> str:
+    return f"{result.sections[0].path} › {result.sections[0].section}"
+
+
+def test_after_the_rankers_steps_come_first_and_a_kept_pick_changes_nothing_shown(indexed: Settings) -> None:
+    chosen, _ = first_pick(indexed)
+    heading = chosen.split(" › ")[-1]
+    judge = ScriptedJudgeGenerator(favour=heading)
+    events = events_of(judging(indexed, "after"), judge)
+    assert [e.kind for e in events] == ["evidence", "steps", "done"]
+    assert events[1].checking  # the page says a check is under way
+    result = events[-1].result
+    assert result is not None and label(result) == chosen
+    assert result.judge is not None and result.judge.timing == "after" and result.judge.kept
+    assert result.judge.first_shown is None
+    assert result.steps == events[1].steps
+    assert len(judge.judged) == 1 and len(judge.judged[0]) >= 2  # the best regions, judged in one call
+    assert result.timings_ms["first_content"] <= result.timings_ms["total"] and "judge" in result.timings_ms
+
+
+def test_after_a_judge_that_picks_another_section_replaces_the_steps_and_names_the_first(indexed: Settings) -> None:
+    chosen, rival = first_pick(indexed)
+    events = events_of(judging(indexed, "after"), ScriptedJudgeGenerator(favour=None))  # Yes to the rival only
+    assert [e.kind for e in events] == ["evidence", "steps", "revised", "done"]
+    shown, revised, done = events[1], events[2], events[3].result
+    assert shown.checking and done is not None
+    assert revised.first_shown is not None and f"{revised.first_shown.path} › {revised.first_shown.section}" == chosen
+    assert label(done) != chosen and revised.steps == done.steps != shown.steps
+    assert [e.path for e in revised.evidence or []] == [e.path for e in done.evidence]
+    assert done.judge is not None and not done.judge.kept and done.judge.first_shown == revised.first_shown
+    assert done.confidence != "certain"  # an overturned pick is never badged ✓
+    assert done.timings_ms["first_content"] < done.timings_ms["total"]
+    assert rival  # the ranker had a rival to turn to
+
+
+def test_a_failing_judge_leaves_the_shown_answer_and_claims_no_check(indexed: Settings) -> None:
+    class Failing(ScriptedJudgeGenerator):
+        def yes_no_log_odds(self, prompts: Any) -> list[float]:
+            raise GeneratorError("the model crashed")
+
+    events = events_of(judging(indexed, "after"), Failing())
+    assert [e.kind for e in events] == ["evidence", "steps", "done"]
+    result = events[-1].result
+    assert result is not None and result.judge is None and result.steps == events[1].steps
+
+
+def test_before_the_answer_waits_for_the_judge_and_shows_its_pick_once(indexed: Settings) -> None:
+    chosen, _ = first_pick(indexed)
+    events = events_of(judging(indexed, "before"), ScriptedJudgeGenerator(favour=None))
+    assert [e.kind for e in events] == ["evidence", "steps", "done"]
+    assert not events[1].checking
+    result = events[-1].result
+    assert result is not None and label(result) != chosen
+    assert result.judge is not None and result.judge.timing == "before" and not result.judge.kept
+
+
+def test_the_api_streams_the_check_and_the_replacement(indexed: Settings) -> None:
+    chosen, _ = first_pick(indexed)
+    settings = judging(indexed, "after")
+    answerer = Answerer(settings, generator=ScriptedJudgeGenerator(favour=None))  # type: ignore[arg-type]
+    with TestClient(create_app(settings, answerer=answerer), client=("127.0.0.1", 50000)) as client:
+        response = client.post("/v1/ask", json={"question": QUESTION, "stream": True})
+        assert response.status_code == 200, response.text
+        events = [
+            (block.split("\n")[0].removeprefix("event: "), json.loads(block.split("\n", 1)[1].removeprefix("data: ")))
+            for block in response.text.strip().split("\n\n")
+        ]
+        assert [name for name, _ in events] == ["evidence", "steps", "revised", "done"]
+        assert events[1][1]["checking"] is True
+        first = events[2][1]["first_shown"]
+        assert f"{first['path']} › {first['section']}" == chosen
+        assert events[2][1]["steps"] == events[3][1]["steps"] and events[2][1]["evidence"]
+        assert events[3][1]["judge"]["kept"] is False and events[3][1]["judge"]["first_shown"] == first
+        # A JSON client waits for the judged answer.
+        plain = client.post("/v1/ask", json={"question": QUESTION}).json()
+        assert plain["judge"]["timing"] == "after" and plain["steps"] == events[3][1]["steps"]
+
+
+def test_the_server_judges_with_its_shared_generator_or_says_it_cannot() -> None:
+    """Each request sees the app's one generator through a tracking wrapper: the judge must see through it too."""
+    from appliance.models.generation import ChatMessage, JudgementUnsupported, YesNoJudge
+    from appliance.server.answering import _StreamHandle, _TrackedGenerator
+
+    judge = ScriptedJudgeGenerator(favour="6.3")
+    changed: list[bool] = []
+    tracked = _TrackedGenerator(lambda: judge, _StreamHandle(), lambda: changed.append(True))  # type: ignore[arg-type, return-value]
+    assert isinstance(tracked, YesNoJudge)
+    prompts = [[ChatMessage("user", "Section: 6.3 Second-stage")], [ChatMessage("user", "Section: 1. Purpose")]]
+    assert tracked.yes_no_log_odds(prompts) == [5.0, -5.0] and changed  # the queue gauge follows it
+    plain = _TrackedGenerator(lambda: ScriptedGenerator(), _StreamHandle(), lambda: None)  # type: ignore[arg-type, return-value]
+    with pytest.raises(JudgementUnsupported, match="cannot score yes/no answers"):
+        plain.yes_no_log_odds(prompts)
+
+
+def test_a_slow_judge_does_not_hold_the_first_steps_back(indexed: Settings) -> None:
+    gate = threading.Event()
+    answerer = Answerer(judging(indexed, "after"), generator=ScriptedJudgeGenerator(favour=None, gate=gate))  # type: ignore[arg-type]
+    events = answerer.events(QUESTION)
+    try:
+        assert next(events).kind == "evidence"
+        steps = next(events)  # the gate is shut: the judge has not answered, the steps are out
+        assert steps.kind == "steps" and steps.checking and not gate.is_set()
+        gate.set()
+        assert [e.kind for e in events] == ["revised", "done"]
+    finally:
+        gate.set()
+        answerer.close()
