@@ -42,13 +42,15 @@ import re
 import statistics
 import sys
 import time
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
 
 import appliance  # noqa: F401  (offline environment first)
-from appliance.answer.answerer import Answerer, AnswerResult
+from appliance.answer.answerer import Answerer, AnswerResult, ShownSection
+from appliance.answer.quoted.answer import Step
 from appliance.config import Settings, load_settings
 from appliance.ingest.pipeline import ingest
 from appliance.models.generation import load_generator
@@ -86,6 +88,24 @@ def phrase_positions(shown: str, phrases: list[str]) -> list[int]:
     return [text.find(flat(phrase)) for phrase in phrases]
 
 
+def asked(answerer: Answerer, question: str) -> tuple[AnswerResult, AnswerResult | None]:
+    """The answer, and where the LLM judge replaced its steps after showing them (answer.llm_judge_timing =
+    after), the answer as first shown (its steps; the rest as the final answer's)."""
+    shown: list[Step] | None = None
+    result: AnswerResult | None = None
+    for event in answerer.events(question):
+        if event.kind == "steps" and shown is None:
+            shown = event.steps
+        elif event.kind == "done":
+            result = event.result
+    assert result is not None
+    if result.judge is None or result.judge.first_shown is None or shown is None:
+        return result, None
+    first = result.judge.first_shown
+    sections = [ShownSection(1, first.path, first.title, first.section, [], 0)]
+    return result, replace(result, steps=shown, sections=sections, citations=[], judge=None)
+
+
 def row_for(item: dict[str, Any], result: AnswerResult, seconds: float) -> dict[str, Any]:
     shown = shown_text(result)
     gold_file = item.get("gold_file") or (item.get("gold_files") or [None])[0]
@@ -104,6 +124,7 @@ def row_for(item: dict[str, Any], result: AnswerResult, seconds: float) -> dict[
         "first_token_ms": timings.get("first_token"),
         "total_ms": timings.get("total", seconds * 1000),
         "sections": [f"{s.path} § {s.section}" for s in result.sections],
+        "judge": asdict(result.judge) if result.judge is not None else None,
         "citations": [f"{c.path} § {c.section}" for c in result.citations],
     }
     if "step_phrases" in item:
@@ -153,6 +174,26 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         summary["every_keyphrase_shown"] = _share(
             sum(bool(r.get("keyphrases_shown")) for r in answerable), len(answerable)
         )
+    judged = [r for r in rows if r.get("judge")]
+    if judged:
+        replaced = [r for r in judged if "first_shown" in r]
+        summary["llm_judge"] = {
+            "judged": len(judged),
+            "replaced_after_shown": len(replaced),
+            "ms_median": _median([r["judge"]["ms"] for r in judged]),
+        }
+        if replaced and any("step_recall" in r for r in replaced):
+            better = sum(r["step_recall"] > r["first_shown"]["step_recall"] for r in replaced)
+            worse = sum(r["step_recall"] < r["first_shown"]["step_recall"] for r in replaced)
+            first = [r["first_shown"]["step_recall"] if r in replaced else r["step_recall"] for r in answerable]
+            summary["llm_judge"].update(
+                replaced_better=better,
+                replaced_worse=worse,
+                first_shown_step_recall_mean=round(sum(first) / len(first), 3),
+                first_shown_complete=_share(
+                    sum((r["first_shown"] if r in replaced else r)["complete"] for r in answerable), len(answerable)
+                ),
+            )
     kinds: dict[str, int] = {}
     for r in rows:
         kinds[r["answer_kind"]] = kinds.get(r["answer_kind"], 0) + 1
@@ -286,8 +327,11 @@ def main() -> int:
                 if answerer is None:
                     continue
                 started = time.perf_counter()
-                result = answerer.ask(item["question"])
-                rows[design].append(row_for(item, result, time.perf_counter() - started))
+                result, first = asked(answerer, item["question"])
+                row = row_for(item, result, time.perf_counter() - started)
+                if first is not None:  # the judge replaced the steps shown first: what the operator saw first
+                    row["first_shown"] = row_for(item, first, 0.0)
+                rows[design].append(row)
             print(f"{name} {item['id']}: " + "  ".join(_brief(rows[d][-1]) for d in rows if rows[d]), file=sys.stderr)
             if args.perturb:
                 variants.extend(_variants(item, quoted, rows["quoted"][-1]))

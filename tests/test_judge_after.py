@@ -128,6 +128,19 @@ def test_a_failing_judge_leaves_the_shown_answer_and_claims_no_check(indexed: Se
     assert result is not None and result.judge is None and result.steps == events[1].steps
 
 
+def test_after_a_busy_model_is_not_waited_for_the_shown_answer_stands(indexed: Settings) -> None:
+    """A check queued behind another answer's generation would change the steps long after they were read."""
+
+    class Busy(ScriptedJudgeGenerator):
+        def queue_depth(self) -> int:
+            return 1  # another question's answer is being generated
+
+    busy = Busy(favour=None)
+    events = events_of(judging(indexed, "after"), busy)
+    assert [e.kind for e in events] == ["evidence", "steps", "done"]
+    assert not busy.judged and events[-1].result is not None and events[-1].result.judge is None
+
+
 def test_before_the_answer_waits_for_the_judge_and_shows_its_pick_once(indexed: Settings) -> None:
     chosen, _ = first_pick(indexed)
     events = events_of(judging(indexed, "before"), ScriptedJudgeGenerator(favour=None))

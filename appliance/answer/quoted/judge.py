@@ -148,6 +148,11 @@ class SectionJudge:
         judged = judged_regions(choice, self.model.candidates)
         if self._unsupported or len(judged) < 2:
             return choice
+        if self.timing == "after" and self._model_busy():
+            # The steps are already shown: a check queued behind another answer's generation (a minute on the
+            # CPU) would change them long after the operator started reading. It is skipped.
+            logger.info("LLM judge skipped for one question: the model is busy (the ranker's choice stands)")
+            return choice
         started = time.perf_counter()
         prompts = [judge_prompt(question.searched, r.section, self.model.section_words) for r in judged]
         try:
@@ -162,6 +167,14 @@ class SectionJudge:
         finally:
             self.last_ms = (time.perf_counter() - started) * 1000.0
         return rejudge(choice, judged, odds, self.model.weight)
+
+
+    def _model_busy(self) -> bool:
+        depth = getattr(self.generator, "queue_depth", None)
+        try:
+            return callable(depth) and int(depth()) > 0
+        except Exception:  # a gauge that fails says nothing about the model: judge
+            return False
 
 
 def runs_fast(settings: Settings, gpu_build: Callable[[], bool]) -> bool:
