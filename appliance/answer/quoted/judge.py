@@ -168,7 +168,6 @@ class SectionJudge:
             self.last_ms = (time.perf_counter() - started) * 1000.0
         return rejudge(choice, judged, odds, self.model.weight)
 
-
     def _model_busy(self) -> bool:
         depth = getattr(self.generator, "queue_depth", None)
         try:
