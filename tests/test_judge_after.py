@@ -97,6 +97,7 @@ def test_after_the_rankers_steps_come_first_and_a_kept_pick_changes_nothing_show
     assert result is not None and label(result) == chosen
     assert result.judge is not None and result.judge.timing == "after" and result.judge.kept
     assert result.judge.first_shown is None
+    assert len(result.judge.odds) >= 2 and result.judge.odds[0] == 5.0  # the ranker's pick first, said Yes to
     assert result.steps == events[1].steps
     assert len(judge.judged) == 1 and len(judge.judged[0]) >= 2  # the best regions, judged in one call
     assert result.timings_ms["first_content"] <= result.timings_ms["total"] and "judge" in result.timings_ms
@@ -173,20 +174,20 @@ def test_the_api_streams_the_check_and_the_replacement(indexed: Settings) -> Non
         assert plain["judge"]["timing"] == "after" and plain["steps"] == events[3][1]["steps"]
 
 
-def test_the_server_judges_with_its_shared_generator_or_says_it_cannot() -> None:
-    """Each request sees the app's one generator through a tracking wrapper: the judge must see through it too."""
-    from appliance.models.generation import ChatMessage, JudgementUnsupported, YesNoJudge
-    from appliance.server.answering import _StreamHandle, _TrackedGenerator
-
-    judge = ScriptedJudgeGenerator(favour="6.3")
-    changed: list[bool] = []
-    tracked = _TrackedGenerator(lambda: judge, _StreamHandle(), lambda: changed.append(True))  # type: ignore[arg-type, return-value]
-    assert isinstance(tracked, YesNoJudge)
-    prompts = [[ChatMessage("user", "Section: 6.3 Second-stage")], [ChatMessage("user", "Section: 1. Purpose")]]
-    assert tracked.yes_no_log_odds(prompts) == [5.0, -5.0] and changed  # the queue gauge follows it
-    plain = _TrackedGenerator(lambda: ScriptedGenerator(), _StreamHandle(), lambda: None)  # type: ignore[arg-type, return-value]
-    with pytest.raises(JudgementUnsupported, match="cannot score yes/no answers"):
-        plain.yes_no_log_odds(prompts)
+def test_over_the_api_a_generator_that_cannot_judge_leaves_the_answer_as_shown(
+    indexed: Settings, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Each request sees the app's one generator through a wrapper that passes the judgement through where the
+    generator has it, and says it cannot where it has not: the ranker's answer then stands, unjudged."""
+    settings = judging(indexed, "after")
+    answerer = Answerer(settings, generator=ScriptedGenerator())  # type: ignore[arg-type]  # writes, cannot judge
+    with TestClient(create_app(settings, answerer=answerer), client=("127.0.0.1", 50000)) as client:
+        response = client.post("/v1/ask", json={"question": QUESTION, "stream": True})
+    names = [block.split("\n")[0] for block in response.text.strip().split("\n\n")]
+    assert names == ["event: evidence", "event: steps", "event: done"]
+    done = json.loads(response.text.strip().split("\n\n")[-1].split("\n", 1)[1].removeprefix("data: "))
+    assert done["judge"] is None and done["steps"]
+    assert "cannot score yes/no answers" in caplog.text
 
 
 def test_a_slow_judge_does_not_hold_the_first_steps_back(indexed: Settings) -> None:

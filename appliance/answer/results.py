@@ -89,6 +89,8 @@ class JudgeCheck:
     ms: float
     # Timing "after" with the pick changed: the section shown first, then replaced by the judged one.
     first_shown: Alternative | None = None
+    # The model's log-odds that each judged section answers ("Yes" against "No"), the ranker's pick first.
+    odds: list[float] = field(default_factory=list)
 
 
 @dataclass

@@ -43,7 +43,7 @@ def checked_after(
     shown: Iterator[AnswerEvent],
     choice: Choice,
     judge: Callable[[Choice], Choice],
-    judge_ms: Callable[[], float],
+    judged_by: Callable[[], tuple[float, list[float]]],
     requote: Callable[[Choice], Iterator[AnswerEvent] | None],
     first_shown: Callable[[], Alternative],
     started: float,
@@ -62,13 +62,14 @@ def checked_after(
     if held is None:  # pragma: no cover (quoted_events always ends with its result)
         return
     judged = judge(choice)
-    ms = round(judge_ms(), 1)
+    ms, odds = judged_by()
+    ms = round(ms, 1)
     if judged is choice:  # not judged (one region only, a failing or unsupported model): the answer stands
         yield AnswerEvent("done", result=held)
         return
     events = requote(judged)
     if events is None:
-        yield AnswerEvent("done", result=_unshowable(held, judged, choice, ms, started))
+        yield AnswerEvent("done", result=_unshowable(held, judged, choice, ms, odds, started))
         return
     evidence, steps, result = [], None, None
     for event in events:
@@ -79,16 +80,16 @@ def checked_after(
         elif event.kind == "done":
             result = event.result
     if result is None or result.refused or steps is None:
-        yield AnswerEvent("done", result=_unshowable(held, judged, choice, ms, started))
+        yield AnswerEvent("done", result=_unshowable(held, judged, choice, ms, odds, started))
         return
     if judged.chosen.section is choice.chosen.section:
-        yield AnswerEvent("done", result=_checked(result, held, JudgeCheck("after", kept=True, ms=ms), started))
+        kept = JudgeCheck("after", kept=True, ms=ms, odds=odds)
+        yield AnswerEvent("done", result=_checked(result, held, kept, started))
         return
     first = first_shown()
     yield AnswerEvent("revised", evidence=evidence, answer_kind=steps.answer_kind, steps=steps.steps, first_shown=first)
-    yield AnswerEvent(
-        "done", result=_checked(result, held, JudgeCheck("after", kept=False, ms=ms, first_shown=first), started)
-    )
+    replaced = JudgeCheck("after", kept=False, ms=ms, first_shown=first, odds=odds)
+    yield AnswerEvent("done", result=_checked(result, held, replaced, started))
 
 
 def _checked(result: AnswerResult, shown: AnswerResult, check: JudgeCheck, started: float) -> AnswerResult:
@@ -101,9 +102,11 @@ def _checked(result: AnswerResult, shown: AnswerResult, check: JudgeCheck, start
     return replace(result, judge=check, timings_ms=timings)
 
 
-def _unshowable(held: AnswerResult, judged: Choice, choice: Choice, ms: float, started: float) -> AnswerResult:
+def _unshowable(
+    held: AnswerResult, judged: Choice, choice: Choice, ms: float, odds: list[float], started: float
+) -> AnswerResult:
     """The answer shown stands where the judged one cannot be shown; an overturned pick loses its ✓."""
-    result = _checked(held, held, JudgeCheck("after", kept=True, ms=ms), started)
+    result = _checked(held, held, JudgeCheck("after", kept=True, ms=ms, odds=odds), started)
     if judged.chosen.section is not choice.chosen.section and result.confidence == "certain":
         result = replace(result, confidence="uncertain")
     return result

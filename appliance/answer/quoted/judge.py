@@ -141,10 +141,12 @@ class SectionJudge:
         self.model = model
         self.timing = timing
         self.last_ms = 0.0
+        self.last_odds: list[float] = []  # the last judgement's log-odds, in judged_regions order
         self._unsupported = False
 
     def __call__(self, question: Question, choice: Choice) -> Choice:
         self.last_ms = 0.0
+        self.last_odds = []
         judged = judged_regions(choice, self.model.candidates)
         if self._unsupported or len(judged) < 2:
             return choice
@@ -166,6 +168,7 @@ class SectionJudge:
             return choice
         finally:
             self.last_ms = (time.perf_counter() - started) * 1000.0
+        self.last_odds = [round(float(o), 3) for o in odds]
         return rejudge(choice, judged, odds, self.model.weight)
 
     def _model_busy(self) -> bool:

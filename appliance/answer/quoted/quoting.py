@@ -75,7 +75,7 @@ class QuotedAnswers:
             judged = judge(question, choice)
             if judged is not choice:
                 kept = judged.chosen.section is choice.chosen.section
-                check = JudgeCheck("before", kept=kept, ms=round(judge.last_ms, 1))
+                check = JudgeCheck("before", kept=kept, ms=round(judge.last_ms, 1), odds=judge.last_odds)
             choice = judged
         return Quoting(question, choice, ranked, chunks_of, check)
 
@@ -125,7 +125,7 @@ class QuotedAnswers:
             shown,
             state.choice,
             lambda choice: judge(state.question, choice),
-            lambda: judge.last_ms,
+            lambda: (judge.last_ms, judge.last_odds),
             requote,
             lambda: first_shown_of(state.choice, document_ids),
             started,
