@@ -395,9 +395,9 @@ class AnswerSettings(Section):
         "auto",
         description="The local model judges the section choice of a quoted answer: it reads the ranker's best few "
         "sections (heading and first lines) and its yes/no log-odds re-rank them (answer/quoted/judge.py, weight "
-        "fitted for the shipped generator). auto: on where the generator runs on a GPU (generator.n_gpu_layers "
-        "!= 0 with a GPU build of llama.cpp, or the openai backend's server); off on the CPU, where it costs "
-        "seconds per question (docs/measurements/llm-judge.md). on / off: always / never.",
+        "fitted for the shipped generator). auto and on: wherever the generator is installed and can judge (a log "
+        "line says why not); before the steps are shown on a GPU, after them on the CPU (llm_judge_timing, "
+        "docs/measurements/llm-judge.md). off: never.",
     )
     llm_judge_timing: Literal["auto", "before", "after"] = Field(
         "auto",

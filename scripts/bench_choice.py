@@ -42,6 +42,9 @@ FIGURES = (
 
 def run(tree: Path, args: argparse.Namespace, out: Path, home: Path) -> dict[str, Any]:
     environ = {**os.environ, "PYTHONPATH": str(tree)}
+    if "llm_judge:" in (tree / "appliance" / "config.py").read_text(encoding="utf-8"):
+        # The choosers side by side: the LLM judge (on by default since) only where asked for.
+        environ.setdefault("APPLIANCE_ANSWER_LLM_JUDGE", "off")
     command = [
         sys.executable,
         str(tree / "scripts" / "bench_sop.py"),

@@ -182,6 +182,7 @@ def main() -> int:
     check_set(args.set, sources)
     home = args.home or Path(tempfile.mkdtemp(prefix="bench-realdocs-"))
     environ = {**os.environ, "APPLIANCE_HOME": str(home), "APPLIANCE_MODELS_DIR": str(args.models_dir)}
+    environ.setdefault("APPLIANCE_ANSWER_LLM_JUDGE", "off")  # the section choice alone, as its results were measured
     environ.pop("APPLIANCE_CONFIG", None)
     settings = load_settings(environ)
     started = time.perf_counter()

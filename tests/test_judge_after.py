@@ -7,6 +7,7 @@ The judge is scripted (tests/fakes.py): the real model's scoring is specified in
 from __future__ import annotations
 
 import json
+import logging
 import threading
 from pathlib import Path
 from typing import Any
@@ -188,6 +189,18 @@ def test_over_the_api_a_generator_that_cannot_judge_leaves_the_answer_as_shown(
     done = json.loads(response.text.strip().split("\n\n")[-1].split("\n", 1)[1].removeprefix("data: "))
     assert done["judge"] is None and done["steps"]
     assert "cannot score yes/no answers" in caplog.text
+
+    # The default (auto) where the shipped generator is not installed (this test store holds SmolLM2 only).
+    caplog.set_level(logging.INFO, logger="appliance.answer")
+    assert indexed.answer.llm_judge == "auto"
+    with TestClient(create_app(indexed), client=("127.0.0.1", 50000)) as client:
+        response = client.post("/v1/ask", json={"question": QUESTION, "stream": True})
+    assert [block.split("\n")[0] for block in response.text.strip().split("\n\n")] == [
+        "event: evidence",
+        "event: steps",
+        "event: done",
+    ]
+    assert "the generator cannot be loaded" in caplog.text
 
 
 def test_a_slow_judge_does_not_hold_the_first_steps_back(indexed: Settings) -> None:

@@ -346,25 +346,38 @@ def settings_with(judge: str, **generator: Any) -> Settings:
     return Settings(answer=AnswerSettings(llm_judge=judge), generator=GeneratorSettings(**generator))
 
 
-def test_auto_turns_the_judge_on_only_where_the_model_runs_on_a_gpu_or_a_server(tmp_path: Path) -> None:
+def test_auto_judges_before_the_steps_on_a_gpu_or_a_server_and_after_them_on_the_cpu(tmp_path: Path) -> None:
     fitted = write_model(tmp_path / "judge.json", "qwen2.5-coder-1.5b-instruct")
     fake = ScriptedJudge([0.0])
 
-    def judge(settings: Settings, gpu: bool) -> SectionJudge | None:
-        return section_judge(settings, lambda: fake, model_path=fitted, gpu_build=lambda: gpu)
+    def timing(settings: Settings, gpu: bool) -> str | None:
+        judge = section_judge(settings, lambda: fake, model_path=fitted, gpu_build=lambda: gpu)
+        return None if judge is None else judge.timing
 
-    assert judge(settings_with("auto"), gpu=False) is None  # the CPU build: off, whatever n_gpu_layers says
-    assert judge(settings_with("auto", n_gpu_layers=-1), gpu=True) is not None
-    assert judge(settings_with("auto", n_gpu_layers=0), gpu=True) is None
-    assert (
-        judge(
-            settings_with("auto", backend="openai", url="http://127.0.0.1:9/v1", model="qwen2.5-coder-1.5b-instruct"),
-            gpu=False,
-        )
-        is not None
-    )
-    assert judge(settings_with("on"), gpu=False) is not None
-    assert judge(settings_with("off", n_gpu_layers=-1), gpu=True) is None
+    assert timing(settings_with("auto"), gpu=False) == "after"  # the CPU build: whatever n_gpu_layers says
+    assert timing(settings_with("auto", n_gpu_layers=-1), gpu=True) == "before"
+    assert timing(settings_with("auto", n_gpu_layers=0), gpu=True) == "after"
+    server = settings_with("auto", backend="openai", url="http://127.0.0.1:9/v1", model="qwen2.5-coder-1.5b-instruct")
+    assert timing(server, gpu=False) == "before"
+    assert timing(settings_with("on"), gpu=False) == "after"
+    forced = Settings(answer=AnswerSettings(llm_judge="on", llm_judge_timing="before"))
+    assert timing(forced, gpu=False) == "before"
+    assert timing(settings_with("off", n_gpu_layers=-1), gpu=True) is None
+
+
+def test_auto_without_an_installed_generator_leaves_the_ranker_alone(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    from appliance.errors import ModelNotFound
+
+    caplog.set_level(logging.INFO, logger="appliance.answer")
+
+    def missing() -> object:
+        raise ModelNotFound("generator qwen2.5-coder-1.5b-instruct is not installed")
+
+    fitted = write_model(tmp_path / "judge.json", "qwen2.5-coder-1.5b-instruct")
+    assert section_judge(settings_with("auto"), missing, model_path=fitted, gpu_build=lambda: False) is None
+    assert "LLM judge off: the generator cannot be loaded" in caplog.text
 
 
 def test_a_weight_fitted_with_another_generator_or_prompt_is_refused_with_a_log_line(

@@ -23,7 +23,7 @@ import anyio.lowlevel
 from appliance.answer.answerer import Answerer, AnswerEvent
 from appliance.answer.followup import Turn
 from appliance.config import AnswerMode
-from appliance.errors import GeneratorBusy
+from appliance.errors import ApplianceError, GeneratorBusy
 from appliance.index.filters import Filters
 from appliance.models.generation import (
     ChatMessage,
@@ -108,7 +108,10 @@ class _TrackedGenerator:
 
     def yes_no_log_odds(self, prompts: Sequence[list[ChatMessage]]) -> list[float]:
         """The section judge's yes/no scoring (quoted/judge.py) on the shared generator, where it has it."""
-        generator = self._resolve()
+        try:
+            generator = self._resolve()
+        except ApplianceError as exc:  # the shared generator cannot be loaded here (not installed): no judge
+            raise JudgementUnsupported(f"the generator cannot be loaded: {exc}") from exc
         if not isinstance(generator, YesNoJudge):
             raise JudgementUnsupported(f"the generator {generator.model_id} cannot score yes/no answers")
         try:

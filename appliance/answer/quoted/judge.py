@@ -18,9 +18,9 @@ Whether the whole job or one part was asked stays the ranker's choice within a r
 scripts/bench_llm_judge.py --write, leave-one-corpus-out on the choice training set) and belong to the
 generator they were fitted with: with another generator, or another prompt, the judge is refused and the
 ranker decides alone (a log line says why). The setting `answer.llm_judge` turns it on, off, or "auto": on
-where the model runs on a GPU (docs/measurements/llm-judge.md: on 2 CPU cores it costs seconds per question).
-`answer.llm_judge_timing` says whether the answer waits for it, or shows the ranker's pick first and lets the
-judge replace it (answer/quoted/checked_after.py).
+wherever the generator is installed and can judge. `answer.llm_judge_timing` says whether the answer waits for
+it (auto: on a GPU, tens of milliseconds), or shows the ranker's pick first and lets the judge replace it (auto:
+on the CPU, seconds a question: answer/quoted/checked_after.py, docs/measurements/llm-judge.md).
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ from appliance.answer.question import Question
 from appliance.answer.quoted.choice import Choice, Ranked
 from appliance.answer.quoted.sections import Section
 from appliance.config import Settings
-from appliance.errors import ApplianceError, GeneratorBusy, GeneratorError
+from appliance.errors import ApplianceError
 from appliance.models.generation.base import ChatMessage
 from appliance.models.generation.judgement import JudgementUnsupported, YesNoJudge
 
@@ -163,7 +163,7 @@ class SectionJudge:
             self._unsupported = True
             logger.warning("LLM judge off for this process: %s", exc)
             return choice
-        except (GeneratorBusy, GeneratorError) as exc:
+        except ApplianceError as exc:  # busy, failing, or not loadable: never fails the answer
             logger.warning("LLM judge skipped for one question (the ranker's choice stands): %s", exc)
             return choice
         finally:
@@ -188,12 +188,10 @@ def runs_fast(settings: Settings, gpu_build: Callable[[], bool]) -> bool:
     return generator.n_gpu_layers != 0 and gpu_build()
 
 
-def judge_wanted(settings: Settings, gpu_build: Callable[[], bool]) -> bool:
-    """answer.llm_judge: on, off, or auto (on where the generator runs on a GPU)."""
-    mode = settings.answer.llm_judge
-    if mode != "auto":
-        return mode == "on"
-    return runs_fast(settings, gpu_build)
+def judge_wanted(settings: Settings) -> bool:
+    """answer.llm_judge: on, off, or auto: on wherever the generator can judge. On a GPU it judges before the
+    steps are shown; on the CPU after them (judge_timing), so the first content stays the ranker's."""
+    return settings.answer.llm_judge != "off"
 
 
 def judge_timing(settings: Settings, gpu_build: Callable[[], bool]) -> Timing:
@@ -223,7 +221,7 @@ def section_judge(
 ) -> SectionJudge | None:
     """The judge the settings ask for, or None (off, refused: the reason is logged). `generator` loads the
     generator; it is called only when the judge is on."""
-    if not judge_wanted(settings, gpu_build):
+    if not judge_wanted(settings):
         return None
     model_path = model_path or FITTED
     model = load_judge_model(model_path)
@@ -245,9 +243,14 @@ def section_judge(
             settings.generator.model,
         )
         return None
-    loaded = generator()
-    if not isinstance(loaded, YesNoJudge):
-        logger.log(level, "LLM judge off: the generator %s cannot score yes/no answers", settings.generator.model)
+    try:
+        loaded = generator()
+        # isinstance reads its model_id: a lazily loaded generator (the server's) loads here.
+        if not isinstance(loaded, YesNoJudge):
+            logger.log(level, "LLM judge off: the generator %s cannot score yes/no answers", settings.generator.model)
+            return None
+    except (ApplianceError, ImportError, OSError) as exc:  # auto: no generator installed here, so no judge
+        logger.log(level, "LLM judge off: the generator cannot be loaded (%s); the ranker decides alone", exc)
         return None
     timing = judge_timing(settings, gpu_build)
     logger.info(
