@@ -216,3 +216,25 @@ def test_a_slow_judge_does_not_hold_the_first_steps_back(indexed: Settings) -> N
     finally:
         gate.set()
         answerer.close()
+
+
+def test_appliance_ask_prints_the_first_steps_then_says_why_they_were_replaced(
+    indexed: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from click.testing import CliRunner
+
+    from appliance.cli.main import cli
+
+    chosen, _ = first_pick(indexed)
+    monkeypatch.setenv("APPLIANCE_HOME", str(indexed.home))
+    monkeypatch.setenv("APPLIANCE_MODELS_DIR", str(indexed.models_dir))
+    monkeypatch.setenv("APPLIANCE_ANSWER_LLM_JUDGE_TIMING", "after")
+    monkeypatch.delenv("APPLIANCE_CONFIG", raising=False)
+    monkeypatch.setattr("appliance.answer.answerer.load_generator", lambda settings: ScriptedJudgeGenerator())
+    result = CliRunner().invoke(cli, ["ask", QUESTION])
+    assert result.exit_code == 0, result.output
+    out = result.output
+    checking = out.index("The local model is checking this choice…")
+    replaced = out.index("Replaced after the local model's check: it judged the section below a better match than")
+    assert checking < replaced
+    assert chosen.split(" › ")[-1] in out[replaced:].splitlines()[0]  # the first section, named
