@@ -687,6 +687,7 @@ def test_steps_replaced_by_the_local_models_check_say_so_and_offer_the_first(
         expect(page.locator("#steps")).to_be_visible()
         first = page.locator("#steps-list > li").first.inner_text()
         expect(page.locator("#badge")).to_be_hidden()  # no ✓ before the check is done
+        expect(page.locator("#answer")).not_to_have_class(re.compile(r"\bstreaming\b"))  # nothing is being written
         page.screenshot(path=str(ARTIFACTS / "web-page-judge-checking.png"), full_page=True)
 
         gate.set()

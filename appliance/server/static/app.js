@@ -1107,6 +1107,7 @@
         if (streamed) renderRichText(ui.answer, streamed);
       } else if (name === "steps") {
         setState("streaming");
+        ui.answer.classList.remove("streaming"); // no model writes here: no typing cursor
         renderSteps(data.answer_kind, data.steps);
         if (data.checking) {
           renderChecking();
