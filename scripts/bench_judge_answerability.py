@@ -38,7 +38,7 @@ import appliance  # noqa: E402, F401  (offline environment first)
 from scripts.bench_sop import QA, RUNBOOKS, corpus_of, load_items, settings_for  # noqa: E402
 
 TRAINING = ("choice_train", "tune")
-MEASURED = ("heldout", "sampled", "demo", "howtos")
+MEASURED = ("howtos", "demo", "heldout", "sampled")
 GROUPS = ("docs_corpus", "openshift", "gitlab", "ir-prometheus", "tune")
 
 
@@ -160,6 +160,21 @@ def figures(entries: list[dict[str, Any]], threshold: float | None) -> dict[str,
     }
 
 
+def separation(entries: list[dict[str, Any]]) -> dict[str, Any]:
+    """Among the questions the evidence decision let through and the judge read: how often an answerable one's
+    best log-odds beat an unanswerable one's (AUC; 0.5 is chance)."""
+    answered = [e for e in entries if not e["refused"] and e["odds"]]
+    yes = [max(e["odds"]) for e in answered if e["answerable"]]
+    no = [max(e["odds"]) for e in answered if not e["answerable"]]
+    pairs = len(yes) * len(no)
+    wins = sum((a > b) + 0.5 * (a == b) for a in yes for b in no)
+    return {
+        "answerable_judged": len(yes),
+        "unanswerable_judged": len(no),
+        "auc": round(wins / pairs, 3) if pairs else None,
+    }
+
+
 def report(
     done: dict[str, dict[str, Any]], training: list[dict[str, Any]], measured: list[dict[str, Any]]
 ) -> dict[str, Any]:
@@ -177,12 +192,20 @@ def report(
     out["threshold_fitted_on_all"] = threshold
     out["training, evidence alone"] = figures(train, None)
     out["training, with the judge (in sample)"] = figures(train, threshold)
+    out["training, separation"] = separation(train)
     for name in MEASURED:
         entries = [
             done[f"{i['set']}/{i['id']}"] for i in measured if i["set"] == name and f"{i['set']}/{i['id']}" in done
         ]
-        if entries:
-            out[name] = {"evidence alone": figures(entries, None), "with the judge": figures(entries, threshold)}
+        total = sum(i["set"] == name for i in measured)
+        if entries and len(entries) < total:
+            out[name] = {"not asked": f"{total - len(entries)} of {total} questions (a run cut short)"}
+        elif entries:
+            out[name] = {
+                "evidence alone": figures(entries, None),
+                "with the judge": figures(entries, threshold),
+                "separation": separation(entries),
+            }
     return out
 
 
