@@ -146,6 +146,8 @@ def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -
                 fg="yellow",
             )
         )
+    if result.judge is not None and result.judge.timing == "after" and result.judge.kept:
+        click.echo(click.style("Checked by the local model: it kept this choice.", fg="cyan"))
     if result.refused:
         click.echo(click.style(f"Not answered: {result.refusal_reason}", fg="yellow"))
     elif result.steps and result.confidence == "close" and result.alternatives:
@@ -208,7 +210,13 @@ def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -
         click.echo(f"(citation corrected {moved}: the source the model cited does not hold “{held}”)")
     t = result.timings_ms
     first = f", first token {t['first_token'] / 1000:.1f} s" if "first_token" in t else ""
-    click.echo(f"({result.model or 'no model asked'}{first}, total {t['total'] / 1000:.1f} s)", err=True)
+    if "first_content" in t and result.judge is not None:
+        first = f", shown after {t['first_content'] / 1000:.1f} s"
+    # The judge writes nothing but is a model asked: say so, and how long it took.
+    asked = result.model or (
+        f"choice checked by the local model in {result.judge.ms / 1000:.1f} s" if result.judge else "no model asked"
+    )
+    click.echo(f"({asked}{first}, total {t['total'] / 1000:.1f} s)", err=True)
 
 
 def _print_control(control: dict[str, Any] | None, section: str) -> None:
