@@ -192,6 +192,31 @@ def best_weight(items: Sequence[Item], k: int) -> float:
     return min(w for w, s in results.items() if s == top)
 
 
+def ranker_certain(q: dict[str, Any], p: np.ndarray, ix: Sequence[int]) -> bool:
+    """The product's ✓ (answer/quoted/choice.py, fit_choice.json's close_ratio 0.4 and certain_probability 0.9):
+    no alternative region at least 0.4 as likely, and the chosen region holding at least 0.9."""
+    top = q["candidates"][ix[0]]
+    region = sum(float(p[i]) for i, c in enumerate(q["candidates"]) if overlapping(c, top))
+    close = len(ix) > 1 and p[ix[1]] >= 0.4 * p[ix[0]]
+    return not close and region >= 0.9
+
+
+def by_certainty(chosen: Sequence[Item], k: int, weight: float) -> dict[str, Any]:
+    """The judge's effect where the ranker was sure (✓) and where it was not: is judging a ✓ worth its time?"""
+    out: dict[str, Any] = {}
+    for label, sure in (("ranker_certain", True), ("ranker_not_certain", False)):
+        part = [item for item in chosen if ranker_certain(item[0], item[1], item[2]) == sure]
+        ranker = [outcome(q, ix[0]) for q, _, ix, _ in part]
+        judged = [outcome(q, pick(q, p, ix[:k], o[:k], weight)) for q, p, ix, o in part]
+        out[label] = {
+            "questions": len(part),
+            "changed": sum(a["section"] != b["section"] for a, b in zip(ranker, judged, strict=True)),
+            "ranker": summary(ranker) if part else None,
+            "ranker+judge": summary(judged) if part else None,
+        }
+    return out
+
+
 def evaluate(
     train_items: list[Item],
     heldout_items: list[Item],
@@ -225,6 +250,8 @@ def evaluate(
         judged = [outcome(q, pick(q, p, ix[:k], o[:k], weight)) for q, p, ix, o in chosen]
         report[name] = {"ranker": summary(ranker), "ranker+judge": summary(judged)}
         report[f"changed_picks_{name}"] = sum(a["section"] != b["section"] for a, b in zip(ranker, judged, strict=True))
+        report[f"by_certainty_{name}"] = by_certainty(chosen, k, weight)
+    report["by_certainty_train_in_sample"] = by_certainty(train_items, k, weight)
     return report
 
 

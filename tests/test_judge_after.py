@@ -52,7 +52,8 @@ What operators do when the chlorine gas detectors alarm.
 3. Nobody enters the chlorine room without the SCBA team.
 """
 
-QUESTION = "ALM-CL2-LEAK-02 just came in, what do I do?"
+# The ranker is unsure here (it picks the Purpose): the judge is asked only where the ranker is not sure.
+QUESTION = "What do we do when the chlorine detectors alarm?"
 
 
 @pytest.fixture(scope="module")

@@ -327,6 +327,17 @@ def test_a_failing_or_unsupported_generator_leaves_the_rankers_choice(
     )
 
 
+def test_a_choice_the_ranker_is_sure_of_is_not_judged(tmp_path: Path) -> None:
+    """On its ✓ the judge changed no pick in the measurements: it is not asked there."""
+    sections = sections_of(tmp_path)
+    sure = choice_of([(heading(sections, "6.1 Prepare"), 0.95), (heading(sections, "7. Notifications"), 0.05)])
+    assert sure.certain
+    generator = ScriptedJudge([-9.0, 9.0])
+    judge = SectionJudge(generator, model())
+    question = read_question("How do I prepare?", "How do I prepare?", "How do I prepare?", np.zeros(4))
+    assert judge(question, sure) is sure and not generator.calls
+
+
 def write_model(path: Path, generator: str, prompt: str | None = None) -> Path:
     path.write_text(
         json.dumps(

@@ -674,12 +674,14 @@ def judging_server(home: Path, models_dir: Path, tmp_path: Path) -> Iterator[tup
 def test_steps_replaced_by_the_local_models_check_say_so_and_offer_the_first(
     judging_server: tuple[str, threading.Event],
 ) -> None:
+    from tests.test_judge_after import QUESTION as JUDGED_QUESTION
+
     server, gate = judging_server
     ARTIFACTS.mkdir(exist_ok=True)
     with watched_page(server + "/") as (page, requests, console_errors):
         expect = sync_api.expect
         question = page.get_by_label("Question", exact=True)
-        question.fill("ALM-CL2-LEAK-02 just came in, what do I do?")
+        question.fill(JUDGED_QUESTION)
         question.press("Enter")
         # The ranker's steps are on screen while the model checks them, and the page says they may change.
         judged = page.locator("#judged")

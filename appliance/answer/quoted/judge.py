@@ -17,7 +17,8 @@ Whether the whole job or one part was asked stays the ranker's choice within a r
 `weight`, `candidates` and `section_words` are data (appliance/answer/fitted/llm_judge.json, written by
 scripts/bench_llm_judge.py --write, leave-one-corpus-out on the choice training set) and belong to the
 generator they were fitted with: with another generator, or another prompt, the judge is refused and the
-ranker decides alone (a log line says why). The setting `answer.llm_judge` turns it on, off, or "auto": on
+ranker decides alone (a log line says why). A choice the ranker is sure of (its ✓) is not judged: the judge
+changed none of 32 (bench_llm_judge.py, by_certainty). The setting `answer.llm_judge` turns it on, off, or "auto": on
 wherever the generator is installed and can judge. `answer.llm_judge_timing` says whether the answer waits for
 it (auto: on a GPU, tens of milliseconds), or shows the ranker's pick first and lets the judge replace it (auto:
 on the CPU, seconds a question: answer/quoted/checked_after.py, docs/measurements/llm-judge.md).
@@ -149,6 +150,10 @@ class SectionJudge:
         self.last_odds = []
         judged = judged_regions(choice, self.model.candidates)
         if self._unsupported or len(judged) < 2:
+            return choice
+        if choice.certain:
+            # Where the ranker was sure (its ✓), the judge changed no pick on 32 questions of three sets
+            # (scripts/bench_llm_judge.py, by_certainty): judging it costs seconds for nothing.
             return choice
         if self.timing == "after" and self._model_busy():
             # The steps are already shown: a check queued behind another answer's generation (a minute on the
