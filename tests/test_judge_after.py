@@ -21,36 +21,7 @@ from appliance.errors import GeneratorError
 from appliance.ingest.pipeline import ingest
 from appliance.server.app import create_app
 from tests.fakes import ScriptedGenerator, ScriptedJudgeGenerator, judging
-
-ALARMS = """# SOP-SCADA-001 SCADA Alarm Response Guide
-
-## Chlorine alarms
-
-| Alarm | Meaning | Response |
-| --- | --- | --- |
-| ALM-CL2-LEAK-01 | Chlorine gas 1.0 ppm in the chlorine room | See SOP-CL-001 section 6.2 |
-| ALM-CL2-LEAK-02 | Chlorine gas 3.0 ppm in the chlorine room | See SOP-CL-001 section 6.3 |
-"""
-
-LEAK = """# SOP-CL-001 Chlorine Gas Leak Response
-
-## 1. Purpose
-
-What operators do when the chlorine gas detectors alarm.
-
-## 6. Procedure
-
-### 6.2 First-stage leak alarm
-
-1. Look at the chlorine room camera before anyone goes near the room.
-2. Two operators with escape respirators check the containers from the door.
-
-### 6.3 Second-stage leak alarm
-
-1. Evacuate the chlorine building and the filter gallery at once.
-2. Call the fire department on 911 and the Shift Supervisor on ext. 2101.
-3. Nobody enters the chlorine room without the SCBA team.
-"""
+from tests.test_section_choice import ALARMS, LEAK  # an alarm guide and the SOP it points to
 
 # The ranker is unsure here (it picks the Purpose): the judge is asked only where the ranker is not sure.
 QUESTION = "What do we do when the chlorine detectors alarm?"

@@ -653,7 +653,7 @@ def judging_server(home: Path, models_dir: Path, tmp_path: Path) -> Iterator[tup
     """An alarm guide and the SOP it points to, served with the judge after the steps (the CPU's default when on);
     the scripted judge waits on a gate, as a slow CPU model does, then picks the ranker's second region."""
     from tests.fakes import ScriptedJudgeGenerator, judging
-    from tests.test_judge_after import ALARMS, LEAK
+    from tests.test_section_choice import ALARMS, LEAK
 
     settings = judging(Settings(home=home, models_dir=models_dir), "after")
     root = tmp_path / "plant"

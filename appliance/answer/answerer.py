@@ -187,8 +187,6 @@ class Answerer:
         for event in events:
             if event.kind == "done" and event.result is not None:
                 result = _with_controls(_as_asked(event.result, question, standalone, found), controls)
-                if quoting_state is not None and quoting_state.check is not None and result.judge is None:
-                    result.judge = quoting_state.check
                 event = AnswerEvent("done", result=result)
             yield event
 

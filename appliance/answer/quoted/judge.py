@@ -26,6 +26,7 @@ on the CPU, seconds a question: answer/quoted/checked_after.py, docs/measurement
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
@@ -91,7 +92,9 @@ class JudgeModel:
     source: str = ""
 
 
+@functools.lru_cache(maxsize=8)
 def load_judge_model(path: Path = FITTED) -> JudgeModel:
+    """Read once per process: the server builds a judge for every request."""
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
         return JudgeModel(

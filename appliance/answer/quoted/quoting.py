@@ -9,7 +9,7 @@ after the steps are shown, outside it (a re-quote takes the guard again for its 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from appliance.answer.question import Question
@@ -105,6 +105,8 @@ class QuotedAnswers:
         """The quoted answer's events; where the judge runs after the steps are shown, its check follows them
         (`controls` gains the revision blocks of the sections a revised answer shows)."""
         shown = self._events(searched, quoted, scores, document_ids, timings, started)
+        if state.check is not None:  # judged before the steps were shown: the result says so
+            return _with_check(shown, state.check)
         judge = self._judge()
         if judge is None or judge.timing != "after" or quoted.refusal_reason is not None:
             return shown
@@ -150,6 +152,13 @@ class QuotedAnswers:
             timings=timings,
             started=started,
         )
+
+
+def _with_check(events: Iterator[AnswerEvent], check: JudgeCheck) -> Iterator[AnswerEvent]:
+    for event in events:
+        if event.kind == "done" and event.result is not None:
+            event = replace(event, result=replace(event.result, judge=check))
+        yield event
 
 
 def read_once(
