@@ -37,6 +37,7 @@ from appliance.answer.results import (  # noqa: F401  (the records callers impor
     ms_since,
     refusal_result,
 )
+from appliance.answer.unmatched_note import named_under_answer, warning_terms
 from appliance.config import AnswerMode, Settings
 from appliance.index.filters import NO_FILTERS, Filters
 from appliance.index.records import ChunkRow
@@ -145,6 +146,7 @@ class Answerer:
         with self.searcher.index.reading():  # the hits, their rows and their sections from one committed state
             found = self.searcher.search(standalone.question, k=wanted, filters=filters)
             rows = self.searcher.catalog.chunks_by_ids([hit.chunk_id for hit in found.hits])
+            warned = self._warning_terms(found)
             if quoting and found.evidence.sufficient:
                 t = time.perf_counter()
                 quoting_state = self.quoted.choose(self._read(question, standalone, found), found.hits, rows)
@@ -186,9 +188,16 @@ class Answerer:
             )
         for event in events:
             if event.kind == "done" and event.result is not None:
-                result = _with_controls(_as_asked(event.result, question, standalone, found), controls)
+                result = _with_controls(_as_asked(event.result, question, standalone, found, warned), controls)
                 event = AnswerEvent("done", result=result)
             yield event
+
+    def _warning_terms(self, found: SearchResult) -> list[str]:
+        """The unknown words worth naming under an answer (unmatched_note.py); none for a refusal."""
+        signals = found.evidence.signals
+        if not found.evidence.sufficient or signals is None or not signals.unknown:
+            return []
+        return warning_terms(signals.unknown, found.searched, self.searcher.vocabulary, found.evidence.probability)
 
     def _read(self, typed: str, standalone: Standalone, found: SearchResult) -> Question:
         vector = self.searcher.embedder.embed_query(found.searched)
@@ -222,7 +231,14 @@ def _with_controls(result: AnswerResult, controls: Mapping[str, dict[str, Any]])
     return result
 
 
-def _as_asked(result: AnswerResult, asked: str, standalone: Standalone, found: SearchResult) -> AnswerResult:
+def _shows_tick(result: AnswerResult) -> bool:
+    """Whether the answer would carry the ✓: a quoted choice the ranker is sure of, or a grounded generated one."""
+    return result.confidence == "certain" or (result.confidence is None and result.grounded)
+
+
+def _as_asked(
+    result: AnswerResult, asked: str, standalone: Standalone, found: SearchResult, warned: list[str]
+) -> AnswerResult:
     """The result under the operator's own words, with what was searched beside them."""
     result.searched = result.question
     result.question = asked
@@ -231,4 +247,5 @@ def _as_asked(result: AnswerResult, asked: str, standalone: Standalone, found: S
     result.evidence_confidence = round(float(found.evidence.probability), 4)
     if not result.refused and found.evidence.signals is not None:
         result.unmatched_terms = list(found.evidence.signals.unknown_terms)
+        result.unmatched_warning_terms = named_under_answer(result.unmatched_terms, warned, _shows_tick(result))
     return result

@@ -150,9 +150,12 @@ class AnswerResult:
     # The ranker's probability that the shown section (or a part of it, or a section holding it) answers.
     choice_probability: float | None = None
     # Words of the question the documents never use (retrieve/evidence.py's unknown terms, misspellings already
-    # corrected): an answer given despite them may be about something else ("the chlorine dioxide generator"
-    # answered from the standby generator's test), so the page and the CLI name them and withhold the ✓.
+    # corrected). Most are harmless ("bigger", slang, a typo of English).
     unmatched_terms: list[str] = field(default_factory=list)
+    # Those of them that may name a subject the documents do not cover (answer/unmatched_note.py, fitted): an
+    # answer given despite them may be about something else ("the chlorine dioxide generator" answered from the
+    # standby generator's test), so the page and the CLI name them and withhold the ✓.
+    unmatched_warning_terms: list[str] = field(default_factory=list)
     # The local model's check of the section choice, where answer.llm_judge runs it; None where it did not run.
     judge: JudgeCheck | None = None
 

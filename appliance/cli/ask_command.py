@@ -137,9 +137,9 @@ def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -
         click.echo()
     if result.did_you_mean is not None:
         click.echo(click.style(did_you_mean_line(result.did_you_mean), fg="cyan"))
-    if result.unmatched_terms and not result.refused:
-        # The answer may be about something else: name what the documents never use; no all-clear below.
-        unmatched = ", ".join(result.unmatched_terms)
+    if result.unmatched_warning_terms and not result.refused:
+        # The answer may be about something else: name the words that may be its subject; no all-clear below.
+        unmatched = ", ".join(result.unmatched_warning_terms)
         click.echo(
             click.style(
                 f"The documents never use: {unmatched}. Check that this answers what you asked before acting.",
@@ -158,7 +158,7 @@ def _print_result(result: AnswerResult, streamed: bool, files: dict[str, str]) -
         )
     elif result.steps and result.confidence == "uncertain":
         click.echo(click.style("Best match only, a weak one: check the section's heading before acting.", fg="yellow"))
-    elif result.unmatched_terms and (result.steps or result.grounded):
+    elif result.unmatched_warning_terms and (result.steps or result.grounded):
         pass  # no all-clear: the line above names what the documents never use
     elif result.steps:
         click.echo(click.style("Shown as the document writes it: read the cited section before acting.", fg="green"))

@@ -928,8 +928,11 @@
       kind = "warn";
       text += " The answer was cut at the length limit: its last steps may be missing; read the cited passages to the end.";
     }
-    // Words the documents never use: the answer may be about something else, so never a ✓ (it names them).
-    const unmatched = Array.isArray(result.unmatched_terms) ? result.unmatched_terms.filter((t) => typeof t === "string") : [];
+    // Words the documents never use that may name what the question is about (a fitted reading: most such words,
+    // "bigger", slang, typos, are harmless): the answer may be about something else, so never a ✓ (it names them).
+    const unmatched = Array.isArray(result.unmatched_warning_terms)
+      ? result.unmatched_warning_terms.filter((t) => typeof t === "string")
+      : [];
     if (unmatched.length > 0) {
       const note = "◐ The documents never use: " + unmatched.join(", ") + ". Check that this answers what you asked before acting.";
       text = kind === "ok" ? note : note + " " + text;
