@@ -22,13 +22,13 @@ from appliance.answer.followup_model import (
     Reading,
     SearchReader,
     continues,
-    english_rarity,
     fitted_model,
     signals,
 )
 from appliance.config import Settings
 from appliance.ingest.pipeline import ingest
 from appliance.retrieve.search import Searcher
+from appliance.text.english import english_rarity
 
 DOCS = Path(__file__).resolve().parent.parent / "docs_corpus"
 # Demo SOPs in Markdown: the chlorine container change, the analyzers, turbidity, fluoride.

@@ -25,7 +25,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
-from appliance.text.english import english_words
+from appliance.text.english import english_rarity
 from appliance.text.identifiers import is_identifier
 from appliance.text.stems import stem
 from appliance.text.stopwords import STOPWORDS
@@ -53,10 +53,6 @@ _CLAUSE = re.compile(r"[.,;:!?\n]+")
 SUBJECT_MASS_FULL = 3.0
 CONTENT_WORDS_FULL = 8.0
 POINTING_FULL = 5.0
-# English word counts (text/english.py) between which a word goes from specific (a name, jargon, "ozone":
-# rarity 1) to everyday ("form", "record", "result": 0), on a log scale.
-SPECIFIC_COUNT = 50
-EVERYDAY_COUNT = 100_000
 MIN_SPECIFIC_LETTERS = 3
 
 
@@ -129,13 +125,6 @@ def continues(text: str) -> float:
         if any(tuple(words[: len(opener)]) == opener for opener in CONTINUING_OPENERS):
             return 1.0
     return 0.0
-
-
-def english_rarity(word: str) -> float:
-    """How specific a word is in everyday English: 1 for a name or jargon the lexicon lacks, 0 for a common word."""
-    count = english_words().count(word)
-    span = math.log10(EVERYDAY_COUNT) - math.log10(SPECIFIC_COUNT)
-    return min(1.0, max(0.0, (math.log10(EVERYDAY_COUNT) - math.log10(max(count, 1))) / span))
 
 
 def covered(words: list[str], passages: tuple[str, ...]) -> float:

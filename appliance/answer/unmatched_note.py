@@ -34,9 +34,8 @@ from functools import cache
 from pathlib import Path
 from typing import Protocol
 
-from appliance.answer.followup_model import english_rarity
 from appliance.retrieve.unknown_terms import UnknownTerm
-from appliance.text.english import english_words
+from appliance.text.english import english_rarity, english_words
 from appliance.text.stopwords import STOPWORDS
 from appliance.text.tokens import SEARCH_WORD
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import re
 from functools import cache
 from importlib import resources
@@ -36,6 +37,10 @@ MIN_NEAR_LENGTH = 5
 # of a common word, in a word long enough to hold two: any two edits make "zabbix" into "rabbit".
 COMMON_COUNT = 10_000
 MIN_TWO_EDIT_LENGTH = 6
+# Counts between which a word goes from specific (a name, jargon, "ozone": rarity 1) to everyday ("form",
+# "record", "result": 0), on a log scale.
+SPECIFIC_COUNT = 50
+EVERYDAY_COUNT = 100_000
 
 
 # English derivational endings: a word built with one ("pagination", "acclamation", "recoverability") is an
@@ -105,3 +110,10 @@ def english_shaped(word: str) -> bool:
 @cache
 def english_words() -> EnglishWords:
     return EnglishWords()
+
+
+def english_rarity(word: str) -> float:
+    """How specific a word is in everyday English: 1 for a name or jargon the lexicon lacks, 0 for a common word."""
+    count = english_words().count(word)
+    span = math.log10(EVERYDAY_COUNT) - math.log10(SPECIFIC_COUNT)
+    return min(1.0, max(0.0, (math.log10(EVERYDAY_COUNT) - math.log10(max(count, 1))) / span))
