@@ -10,6 +10,9 @@ Sets (scripts/qa/):
   heldout, sampled, tune   the runbook golden sets; demo   the docs_corpus golden set; howtos   how-tos about
               equipment no SOP of docs_corpus covers, each beside an in-scope how-to in the same words:
               every key phrase shown, answerable refused, unanswerable declined
+  pairs_procedures, pairs_facts   scope_pairs.jsonl (drawn sections, each with an answerable question and an
+              out-of-scope twin in nearly the same words): its procedure questions scored as the procedure sets,
+              its fact, value and why questions with all 96 twins scored as the key-phrase sets
   mtrag       MTRAG-UN (../shared/data/mtrag-un, IBM's human answerability labels; each collection's pool of
               gold passages indexed on its own, follow-ups asked with their conversation): the share of
               questions refused per label, on first turns and on all turns, and how many of those refusals
@@ -68,6 +71,11 @@ KEYPHRASE_SETS = {
     "demo": "demo_corpus.jsonl",
     "howtos": "howtos_scope.jsonl",
 }
+# scope_pairs.jsonl (scripts/qa/README.md: drawn sections, an answerable question and an out-of-scope twin each)
+# read as two sets: its procedure questions, scored like the procedure sets, and its fact, value and why
+# questions with every out-of-scope twin, scored like the key-phrase sets. Fitted on by the unknown-words note
+# only (scripts/fit_unmatched_note.py), never by the section choice or the evidence decision.
+PAIR_SETS = ("pairs_procedures", "pairs_facts")
 
 
 def flat(text: str) -> str:
@@ -202,13 +210,39 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def load_items(name: str, split: str) -> list[dict[str, Any]]:
+    if name in PAIR_SETS:
+        return pair_items(name)
     if name in PROCEDURE_SETS:
         items = [json.loads(line) for line in (QA / PROCEDURE_SETS[name]).read_text().splitlines() if line.strip()]
         return [item for item in items if split == "all" or item["split"] == split]
     return [json.loads(line) for line in (QA / KEYPHRASE_SETS[name]).read_text().splitlines() if line.strip()]
 
 
+def pair_items(name: str) -> list[dict[str, Any]]:
+    rows = [json.loads(line) for line in (QA / "scope_pairs.jsonl").read_text().splitlines() if line.strip()]
+    if name == "pairs_procedures":
+        return [
+            {k: r[k] for k in ("id", "question", "gold_file", "gold_section", "step_phrases", "group")}
+            for r in rows
+            if r["answerable"] and r["kind"] == "procedure"
+        ]
+    return [
+        {
+            "id": r["id"],
+            "question": r["question"],
+            "group": r["group"],
+            "answerable": r["answerable"],
+            "gold_files": [r["gold_file"]] if r["answerable"] else [],
+            "answer_keyphrases": r["answer_phrases"],
+        }
+        for r in rows
+        if not r["answerable"] or r["kind"] != "procedure"
+    ]
+
+
 def corpus_of(item: dict[str, Any], name: str) -> str:
+    if name in PAIR_SETS:
+        return "demo" if item["group"] == "docs_corpus" else "runbooks"
     if name in ("demo", "howtos"):
         return "demo"
     if name in PROCEDURE_SETS:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 from scripts.lib.flips import Question, control_refusals, decision_flips, summarize_flips
 from scripts.lib.perturb import KINDS, invented_name, invented_name_controls, perturb, synonym, typo, wildcard
 
@@ -27,6 +29,15 @@ def test_every_kind_applies_to_a_question_naming_an_alert() -> None:
     assert variants["lower_case"] == ALERT.lower()
     assert variants["p99"].endswith("container (p99 latency is up too)?")
     assert variants["5xx"].endswith("container (users are getting 5xx)?")
+    labelled = re.fullmatch(
+        r"KubePodCrashLooping namespace=[a-z]+ pod=[a-z]+-[0-9a-f]{9}-[0-9a-z]{5} firing in payments, (.*)",
+        variants["instance_labels"],
+    )
+    assert labelled is not None and labelled.group(1) == "how do I find the crashing container?"
+
+
+def test_instance_labels_apply_only_to_a_pasted_alert() -> None:
+    assert "instance_labels" not in by_kind(PLAIN)
 
 
 def test_perturbations_are_a_function_of_the_question_and_its_key() -> None:

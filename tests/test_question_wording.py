@@ -46,7 +46,8 @@ PASSAGES = {
     "postgres.md": (
         "The nightly postgres backup restore verification usually runs after midnight. When the "
         "verification fails, reseat the replica and check the chlorine dosing pump on the worker node. "
-        "A sev1 backup failure pages the incident commander; valve VLV-3042-B isolates the dosing line."
+        "A sev1 backup failure pages the incident commander; valve VLV-3042-B isolates the dosing line. "
+        "Reseat the 2nd replica first."
     ),
 }
 
@@ -231,6 +232,50 @@ def test_another_number_of_a_documented_tag_is_a_name_in_a_question_typed_in_cap
     # Case says nothing here, so the tag family decides: the documents write VLV-3042-B, never a worker-N.
     assert weights("VALVE VLV-9999-B IS STUCK HALF OPEN", vocabulary, pieces)["VLV-9999-B"] == NAME
     assert weights("valve VLV-9999-B is stuck half open", vocabulary, pieces)["VLV-9999-B"] == NAME
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "[FIRING:1] KubePodCrashLooping namespace=payments pod=cart-7f9c6d8b5-x2x4z, what now?",
+        "KubePodCrashLooping namespace=storefront pod=checkout-d120bcc07-81nxb keeps restarting",
+        "KubePodCrashLooping: pod payments/api-7d9 keeps restarting, what do I look at?",
+        "kubepodcrashlooping on cart-5d8f7 in the shop namespace, what now",
+    ],
+)
+def test_the_instance_a_pasted_alert_names_weighs_little_and_the_alert_stays_the_subject(
+    vocabulary: CorpusVocabulary, pieces: WordPieces, question: str
+) -> None:
+    """A pod's namespace and name are the operator's own workloads, never written in a runbook: a label value
+    (namespace=…, pod=…) or a lower-case name with a generated piece (the replica-set hash) is the instance, not a
+    word of the question (like the pager's status)."""
+    found = weights(question, vocabulary, pieces)
+    assert all(weight < 0.5 for weight in found.values()), found
+    assert not any(any(c.isdigit() for c in term) for term in found), found
+
+
+def test_an_unknown_alert_pasted_with_its_labels_is_still_a_name(
+    vocabulary: CorpusVocabulary, pieces: WordPieces
+) -> None:
+    found = weights("ZabbixAgentDown namespace=shop pod=api-8ebe96e35-xc6ys what now", vocabulary, pieces)
+    assert found["ZabbixAgentDown"] == NAME
+    assert "api-8ebe96e35-xc6ys" not in found
+    # Alertmanager's own label: the alert's name is CamelCase, never an instance.
+    assert weights("[FIRING:1] alertname=ZabbixAgentDown namespace=shop", vocabulary, pieces)["ZabbixAgentDown"] == NAME
+
+
+def test_a_lower_case_tag_with_a_documented_piece_is_not_an_instance(
+    vocabulary: CorpusVocabulary, pieces: WordPieces
+) -> None:
+    """sev1 is documented (a level), so sev1-vlv9-x is a tag built on it, not a generated pod name."""
+    assert weights("what does sev1-vlv9-x mean for the dosing line?", vocabulary, pieces)["sev1-vlv9-x"] == NAME
+
+
+def test_an_ordinal_joined_to_a_known_word_is_read_as_the_documents_write_it(
+    vocabulary: CorpusVocabulary, pieces: WordPieces
+) -> None:
+    """The documents write "the 2nd replica"; "2nd-replica" is the same words, not a tag."""
+    assert "2nd-replica" not in weights("how do I reseat the 2nd-replica of postgres?", vocabulary, pieces)
 
 
 # --- alert and metric names as the pager prints them -----------------------------------------------------------

@@ -19,8 +19,9 @@ to use weighs little; what the documents do cover under another spelling weighs 
   is none of these is read as a name typed without its capitals ("zabbix agent unreachable" as "Zabbix
   agent unreachable"), at half a capitalized name's weight.
 
-Measurements and the pager's status (p99, 5xx, 2Gi, FIRING:1; text/wording.py) are not words of the
-question at all, and misspellings were corrected before the search (spelling.py).
+Measurements and the pager's status (p99, 5xx, 2Gi, FIRING:1; text/wording.py), and the instance a pasted
+alert's labels name (namespace=shop pod=cart-7f9c6d8b5-x2x4z), are not words of the question at all, and
+misspellings were corrected before the search (spelling.py).
 """
 
 from __future__ import annotations
@@ -47,6 +48,13 @@ WILDCARD_PIECE = 0.1
 # classes of machines, never each instance, while a plant tag in capitals (VLV-9999-B) is the subject. In a
 # question typed all in capitals the tag family decides (_instance_name).
 INSTANCE_NAME = 0.25
+# A pasted alert's labels name the instance that fired, in Kubernetes' lower-case names (no capitals, no "_"):
+# the value after "key=" (namespace=shop, pod=cart-7f9c…), and a name with a generated piece, letters and digits
+# mixed that the documents never write (the replica-set hash and suffix of cart-7f9c6d8b5-x2x4z). The operator's
+# own workloads, like the pager's status: not words of the question (an alert name, alertname=ZabbixAgentDown,
+# is CamelCase and stays one).
+_LABEL_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_.]*=$")
+_ORDINAL = re.compile(r"^\d+(?:st|nd|rd|th)$")
 # Letters and a one- or two-digit number whose letters the documents use with another number (sev2 where they
 # write sev1, http3 beside http2): a level or version of a known thing. A tag with separators (VLV-9999-B) is not.
 NUMBERED_VARIANT = 0.25
@@ -136,6 +144,21 @@ def _instance_name(token: str, vocabulary: CorpusVocabulary, *, case_informative
     return bool(letters) and all(piece.isalpha() and vocabulary.knows(piece) for piece in letters)
 
 
+def _instance_of_pasted_alert(token: str, text: str, start: int, vocabulary: CorpusVocabulary) -> bool:
+    """A Kubernetes-style name (lower case, no "_") the documents do not hold, that is a label's value
+    (namespace=shop) or carries a generated piece (cart-7f9c6d8b5-x2x4z, payments/api-7d9). A documented piece
+    (cl2 of alm-cl2-leak-99) keeps it a tag."""
+    if "_" in token or not (token.islower() or token.isdigit()):
+        return False
+    pieces = SEARCH_WORD.findall(token)
+    if all(vocabulary.knows(p.lower()) for p in pieces):
+        return False
+    if _LABEL_KEY.search(text[max(0, start - 40) : start]):
+        return True
+    mixed = [p for p in pieces if any(c.isdigit() for c in p) and any(c.isalpha() for c in p)]
+    return any(sep in token for sep in "-/.") and bool(mixed) and not any(vocabulary.knows(p) for p in mixed)
+
+
 def _documented_family(token: str, vocabulary: CorpusVocabulary) -> bool:
     """Some identifier of the documents starts with the token's letters before its first digit (vlv- of VLV-9999-B)."""
     head = re.split(r"\d", token.lower(), maxsplit=1)[0]
@@ -221,11 +244,14 @@ def _plain_term(
 
 
 def _known_words_hyphenated(token: str, words: list[str], vocabulary: CorpusVocabulary) -> bool:
-    """CONTROLLER-MANAGER: every word known, no digit, no underscore (a metric name is judged whole)."""
+    """CONTROLLER-MANAGER, 99th-percentile: every word known, no digit but an ordinal's, no underscore (a metric
+    name is judged whole; another number of a tag is another thing)."""
     if len(words) == 1:
         return vocabulary.knows(words[0])  # a known word written with a capital
-    plain = not any(ch.isdigit() for ch in token) and "_" not in token
-    return plain and all(vocabulary.knows(w) for w in words)
+    numbered = any(
+        any(ch.isdigit() for ch in piece) and not _ORDINAL.match(piece.lower()) for piece in SEARCH_WORD.findall(token)
+    )
+    return not numbered and "_" not in token and all(vocabulary.knows(w) for w in words)
 
 
 def _plain_words(
@@ -274,6 +300,9 @@ def question_words(
         if not words or token.lower() in unknown:
             continue
         if is_identifier(token) and vocabulary.has_identifier(token.lower()):
+            continue
+        if _instance_of_pasted_alert(token, text, start, vocabulary):
+            noise.update(w.lower() for w in SEARCH_WORD.findall(token))
             continue
         if name_shaped(token, case_informative=informative, sentence_initial=sentence_initial(text, start)):
             if not _known_words_hyphenated(token, words, vocabulary):

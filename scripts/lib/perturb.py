@@ -2,7 +2,9 @@
 
 Each kind rewrites a question the way an operator would without changing what is asked: one
 typo, a synonym, the alert pasted from a pager, a wildcard in a metric or alert name, all lower or
-upper case, an added `p99` or `5xx`, a narrative lead-in. A decision (answer or refuse) that flips
+upper case, an added `p99` or `5xx`, a narrative lead-in, the alert pasted with the labels of the
+instance that fired (`namespace=shop pod=cart-7f9c6d8b5-x2x4z`: the operator's own names, which no runbook
+holds). A decision (answer or refuse) that flips
 on any of them depends on the wording, not on what the documents cover.
 
 Every choice (which word gets the typo, which lead-in) is a function of the question's id, so a
@@ -32,6 +34,7 @@ KINDS: tuple[str, ...] = (
     "p99",
     "5xx",
     "lead_in",
+    "instance_labels",
 )
 
 # Words operators use for one another. Each maps a word that appears in questions to what
@@ -80,6 +83,10 @@ LEAD_INS: tuple[str, ...] = (
     "hey team, ",
     "ok so ",
 )
+# The operator's own workloads in a pasted alert's labels: namespaces and deployments no runbook names.
+NAMESPACES = ("payments", "shop", "orders", "billing", "storefront", "ledger")
+DEPLOYMENTS = ("api", "cart", "worker", "frontend", "checkout", "gateway")
+_BASE36 = "0123456789abcdefghijklmnopqrstuvwxyz"
 # Made-up names for the controls: syllables that form no English word and no product we know of.
 _SYLLABLES = ("vor", "quel", "zan", "trix", "ombo", "drel", "fex", "ulth", "kiv", "pra", "snor", "yim")
 _PLAIN_CONTROLS: tuple[str, ...] = (
@@ -196,6 +203,21 @@ def lead_in(question: str, key: str) -> str:
     return LEAD_INS[_pick(key, "lead_in", len(LEAD_INS))] + lowered
 
 
+def instance_labels(question: str, key: str) -> str | None:
+    """The alert as pasted with the labels of the pod that fired: a namespace, and a pod name as Kubernetes
+    makes them (deployment, replica-set hash, random suffix)."""
+    names = _alert_names(question)
+    if not names:
+        return None
+    digest = hashlib.sha256(f"{key}\0instance".encode()).digest()
+    replica_set = digest[:5].hex()[:9]
+    suffix = "".join(_BASE36[b % 36] for b in digest[5:10])
+    namespace = NAMESPACES[_pick(key, "namespace", len(NAMESPACES))]
+    pod = f"{DEPLOYMENTS[_pick(key, 'deployment', len(DEPLOYMENTS))]}-{replica_set}-{suffix}"
+    name = names[0]
+    return question.replace(name, f"{name} namespace={namespace} pod={pod}", 1)
+
+
 def perturb(question: str, key: str) -> list[Perturbation]:
     """Every applicable perturbation of one question, in KINDS order; `key` (its id) seeds the choices."""
     candidates: dict[str, str | None] = {
@@ -208,6 +230,7 @@ def perturb(question: str, key: str) -> list[Perturbation]:
         "p99": _append(question, "(p99 latency is up too)"),
         "5xx": _append(question, "(users are getting 5xx)"),
         "lead_in": lead_in(question, key),
+        "instance_labels": instance_labels(question, key),
     }
     return [Perturbation(kind, text) for kind in KINDS if (text := candidates[kind]) and text != question]
 
