@@ -264,6 +264,16 @@ def test_an_unknown_alert_pasted_with_its_labels_is_still_a_name(
     assert weights("[FIRING:1] alertname=ZabbixAgentDown namespace=shop", vocabulary, pieces)["ZabbixAgentDown"] == NAME
 
 
+def test_another_number_of_a_documented_tag_stays_a_name_as_a_label_value(
+    vocabulary: CorpusVocabulary, pieces: WordPieces
+) -> None:
+    """The documents write VLV-3042-B: vlv-9999-b is read the same pasted under a label as typed alone (another
+    number of a documented tag family), never dropped as the instance of an alert."""
+    alone = weights("valve vlv-9999-b is stuck half open, what now?", vocabulary, pieces)["vlv-9999-b"]
+    assert weights("tag=vlv-9999-b is stuck half open, what now?", vocabulary, pieces)["vlv-9999-b"] == alone
+    assert weights("tag=VLV-9999-B is stuck half open, what now?", vocabulary, pieces)["VLV-9999-B"] == NAME
+
+
 def test_a_lower_case_tag_with_a_documented_piece_is_not_an_instance(
     vocabulary: CorpusVocabulary, pieces: WordPieces
 ) -> None:

@@ -145,18 +145,20 @@ def _instance_name(token: str, vocabulary: CorpusVocabulary, *, case_informative
 
 
 def _instance_of_pasted_alert(token: str, text: str, start: int, vocabulary: CorpusVocabulary) -> bool:
-    """A Kubernetes-style name (lower case, no "_") the documents do not hold, that is a label's value
-    (namespace=shop) or carries a generated piece (cart-7f9c6d8b5-x2x4z, payments/api-7d9). A documented piece
-    (cl2 of alm-cl2-leak-99) keeps it a tag."""
+    """A Kubernetes-style name (lower case, no "_") the documents do not hold that carries a generated piece
+    (cart-7f9c6d8b5-x2x4z, payments/api-7d9), or that is a label's value (namespace=shop) and not another number
+    of a documented tag (tag=vlv-9999-b where the documents write VLV-3042-B). A documented mixed piece (cl2 of
+    alm-cl2-leak-99) keeps it a tag."""
     if "_" in token or not (token.islower() or token.isdigit()):
         return False
     pieces = SEARCH_WORD.findall(token)
     if all(vocabulary.knows(p.lower()) for p in pieces):
         return False
-    if _LABEL_KEY.search(text[max(0, start - 40) : start]):
-        return True
     mixed = [p for p in pieces if any(c.isdigit() for c in p) and any(c.isalpha() for c in p)]
-    return any(sep in token for sep in "-/.") and bool(mixed) and not any(vocabulary.knows(p) for p in mixed)
+    generated = bool(mixed) and not any(vocabulary.knows(p) for p in mixed)
+    if _LABEL_KEY.search(text[max(0, start - 40) : start]):
+        return generated or not _documented_family(token, vocabulary)
+    return generated and any(sep in token for sep in "-/.")
 
 
 def _documented_family(token: str, vocabulary: CorpusVocabulary) -> bool:
