@@ -35,7 +35,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import appliance  # noqa: E402, F401  (offline environment first)
-from scripts.bench_sop import QA, RUNBOOKS, corpus_of, load_items, settings_for  # noqa: E402
+from scripts.bench_sop import QA, corpus_of, corpus_roots, load_items, settings_for  # noqa: E402
+from scripts.lib.resumable import cached_entries  # noqa: E402
 
 TRAINING = ("choice_train", "tune")
 MEASURED = ("howtos", "demo", "heldout", "sampled")
@@ -56,21 +57,11 @@ def measured_items() -> list[dict[str, Any]]:
     return [{**r, "set": name} for name in MEASURED for r in load_items(name, "all")]
 
 
-def corpus(item: dict[str, Any]) -> str:
-    if item["set"] == "choice_train":
-        return "demo" if item.get("group") == "docs_corpus" else "runbooks"
-    return corpus_of(item, item["set"])
-
-
 def ask_all(items: list[dict[str, Any]], home: Path, models_dir: Path, cache: Path) -> dict[str, dict[str, Any]]:
     from appliance.answer.answerer import Answerer
     from appliance.ingest.pipeline import ingest
 
-    done: dict[str, dict[str, Any]] = {}
-    if cache.exists():
-        for line in cache.read_text().splitlines():
-            entry = json.loads(line)
-            done[entry["key"]] = entry
+    done = cached_entries(cache)
     todo = [item for item in items if f"{item['set']}/{item['id']}" not in done]
     answerers: dict[str, Answerer] = {}
     os.environ["APPLIANCE_ANSWER_LLM_JUDGE"] = "on"
@@ -79,15 +70,10 @@ def ask_all(items: list[dict[str, Any]], home: Path, models_dir: Path, cache: Pa
     try:
         with cache.open("a", encoding="utf-8") as out:
             for number, item in enumerate(todo, start=1):
-                name = corpus(item)
+                name = corpus_of(item, item["set"])
                 if name not in answerers:
                     settings = settings_for(name, home, models_dir)
-                    roots = (
-                        [REPO / "docs_corpus"]
-                        if name == "demo"
-                        else sorted(p for p in RUNBOOKS.iterdir() if p.is_dir())
-                    )
-                    ingest(settings, roots)
+                    ingest(settings, corpus_roots(name))
                     answerers[name] = Answerer(
                         settings.model_copy(update={"answer": settings.answer.model_copy(update={"mode": "quoted"})})
                     )

@@ -76,6 +76,8 @@ KEYPHRASE_SETS = {
 # questions with every out-of-scope twin, scored like the key-phrase sets. Fitted on by the unknown-words note
 # only (scripts/fit_unmatched_note.py), never by the section choice or the evidence decision.
 PAIR_SETS = ("pairs_procedures", "pairs_facts")
+# Sets in the section-choice training format: each question names its corpus group.
+GROUPED_SETS = ("choice_train", "scope_pairs", *PAIR_SETS)
 
 
 def flat(text: str) -> str:
@@ -241,13 +243,18 @@ def pair_items(name: str) -> list[dict[str, Any]]:
 
 
 def corpus_of(item: dict[str, Any], name: str) -> str:
-    if name in PAIR_SETS:
+    if name in GROUPED_SETS:
         return "demo" if item["group"] == "docs_corpus" else "runbooks"
     if name in ("demo", "howtos"):
         return "demo"
     if name in PROCEDURE_SETS:
         return "demo" if item["gold_file"].startswith("docs_corpus/") else "runbooks"
     return "runbooks"
+
+
+def corpus_roots(corpus: str) -> list[Path]:
+    """The folders a corpus indexes: docs_corpus for "demo", the four runbook folders for "runbooks"."""
+    return [REPO / "docs_corpus"] if corpus == "demo" else sorted(p for p in RUNBOOKS.iterdir() if p.is_dir())
 
 
 def settings_for(corpus: str, home: Path, models_dir: Path) -> Settings:
@@ -328,8 +335,7 @@ def main() -> int:
     def answerers_for(corpus: str) -> tuple[Answerer, Answerer | None]:
         if corpus not in answerers:
             settings = settings_for(corpus, args.home, args.models_dir)
-            roots = [REPO / "docs_corpus"] if corpus == "demo" else sorted(p for p in RUNBOOKS.iterdir() if p.is_dir())
-            ingest(settings, roots)
+            ingest(settings, corpus_roots(corpus))
             quoted_settings = settings.model_copy(update={"answer": replace_mode(settings, "quoted")})
             quoted = Answerer(quoted_settings)
             generated = None

@@ -46,10 +46,11 @@ sys.path.insert(0, str(REPO))
 import appliance  # noqa: E402, F401  (offline environment first)
 from appliance.config import DEFAULT_EVIDENCE_COEFFICIENTS  # noqa: E402
 from appliance.text.english import english_rarity  # noqa: E402
-from scripts.bench_sop import RUNBOOKS, settings_for  # noqa: E402
+from scripts.bench_sop import corpus_roots, settings_for  # noqa: E402
 from scripts.calibrate_evidence import cost_threshold, fit_logistic  # noqa: E402
 from scripts.fit_unmatched_note import corpus, measured_items, training_items  # noqa: E402
 from scripts.lib.perturb import invented_name_controls  # noqa: E402
+from scripts.lib.resumable import cached_entries  # noqa: E402
 
 FEATURES = ("top_dense", "coverage", "unknown_name", "unknown_words", "agreement", "unknown_specific")
 SCALE_FREE_FEATURES = tuple(f for f in FEATURES if f != "top_dense")
@@ -102,11 +103,7 @@ def collect(items: list[dict[str, Any]], home: Path, models_dir: Path, cache: Pa
     from appliance.ingest.pipeline import ingest
     from appliance.retrieve.search import Searcher
 
-    done: dict[str, dict[str, Any]] = {}
-    if cache.exists():
-        for line in cache.read_text().splitlines():
-            entry = json.loads(line)
-            done[entry["key"]] = entry
+    done = cached_entries(cache)
     searchers: dict[str, Searcher] = {}
     cache.parent.mkdir(parents=True, exist_ok=True)
     try:
@@ -119,10 +116,7 @@ def collect(items: list[dict[str, Any]], home: Path, models_dir: Path, cache: Pa
                     name = corpus(item)
                     if name not in searchers:
                         settings = settings_for(name, home, models_dir)
-                        docs = [REPO / "docs_corpus"]
-                        ingest(
-                            settings, docs if name == "demo" else sorted(p for p in RUNBOOKS.iterdir() if p.is_dir())
-                        )
+                        ingest(settings, corpus_roots(name))
                         searchers[name] = Searcher(settings)
                     evidence = searchers[name].search(text).evidence
                     assert evidence.signals is not None

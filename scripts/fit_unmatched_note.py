@@ -29,7 +29,6 @@ Searches only (no model): indexes as bench_sop.py (.appliance/bench-sop). The re
 from __future__ import annotations
 
 import argparse
-import hashlib
 import json
 import os
 import sys
@@ -44,9 +43,11 @@ sys.path.insert(0, str(REPO))
 
 import appliance  # noqa: E402, F401  (offline environment first)
 from appliance.answer.unmatched_note import FEATURES, FITTED, NoteModel, term_features  # noqa: E402
-from scripts.bench_sop import QA, RUNBOOKS, corpus_of, load_items, settings_for  # noqa: E402
+from appliance.models.store import sha256_file  # noqa: E402
+from scripts.bench_sop import QA, corpus_of, corpus_roots, load_items, settings_for  # noqa: E402
 from scripts.calibrate_evidence import fit_logistic  # noqa: E402
 from scripts.lib.perturb import perturb  # noqa: E402
+from scripts.lib.resumable import cached_entries  # noqa: E402
 
 TRAINING_FILES = ("choice_train.jsonl", "scope_pairs.jsonl", "runbooks_tune.jsonl")
 POPULATIONS = ("all", "answered")
@@ -78,8 +79,6 @@ def measured_items() -> list[dict[str, Any]]:
 
 
 def corpus(item: dict[str, Any]) -> str:
-    if item["set"] in ("choice_train", "scope_pairs"):
-        return "demo" if item.get("group") == "docs_corpus" else "runbooks"
     return corpus_of(item, item["set"].split(VARIANT)[0])
 
 
@@ -136,11 +135,7 @@ def collect(items: list[dict[str, Any]], home: Path, models_dir: Path, cache: Pa
     from appliance.ingest.pipeline import ingest
     from appliance.retrieve.search import Searcher
 
-    done: dict[str, dict[str, Any]] = {}
-    if cache.exists():
-        for line in cache.read_text().splitlines():
-            entry = json.loads(line)
-            done[entry["key"]] = entry
+    done = cached_entries(cache)
     todo = [item for item in items if f"{item['set']}/{item['id']}" not in done]
     searchers: dict[str, Searcher] = {}
     answerers: dict[str, Answerer] = {}
@@ -151,12 +146,7 @@ def collect(items: list[dict[str, Any]], home: Path, models_dir: Path, cache: Pa
                 name = corpus(item)
                 if name not in searchers:
                     settings = settings_for(name, home, models_dir)
-                    roots = (
-                        [REPO / "docs_corpus"]
-                        if name == "demo"
-                        else sorted(p for p in RUNBOOKS.iterdir() if p.is_dir())
-                    )
-                    ingest(settings, roots)
+                    ingest(settings, corpus_roots(name))
                     searchers[name] = Searcher(settings)
                     # The quoted answer's badge, the judge off: the ✓ a note would take away.
                     answer = settings.answer.model_copy(update={"mode": "quoted", "llm_judge": "off"})
@@ -322,10 +312,6 @@ def print_table(rows: dict[str, dict[str, Any]]) -> None:
         print(f"{name:16} {answerable:>28} {unanswerable:>20} {certain:>24}")
 
 
-def sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-sop")
@@ -412,7 +398,7 @@ def main() -> int:
                 f"out-of-fold cost, a missed note {MISS_COST}× a needless one (scripts/fit_unmatched_note.py)"
             ),
             "training_sets": {
-                name: {"path": f"scripts/qa/{name}", "sha256": sha256(QA / name)} for name in TRAINING_FILES
+                name: {"path": f"scripts/qa/{name}", "sha256": sha256_file(QA / name)} for name in TRAINING_FILES
             },
             "model": {**report["model"], "threshold": threshold},
         }

@@ -17,7 +17,6 @@ evidence decision's, which keeps its own calibration per embedder (models/calibr
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass
@@ -25,6 +24,7 @@ from functools import cache
 from pathlib import Path
 from typing import TYPE_CHECKING, Protocol
 
+from appliance.answer.logistic import LogisticModel
 from appliance.text.english import english_rarity
 from appliance.text.identifiers import is_identifier
 from appliance.text.stems import stem
@@ -174,35 +174,14 @@ def signals(question: str, previous: str, joined: str, reader: Reader) -> dict[s
     }
 
 
-@dataclass(frozen=True)
-class FollowupModel:
+class FollowupModel(LogisticModel):
     """Logistic model: p(needs the conversation) = sigmoid(intercept + Σ weight · signal)."""
-
-    features: tuple[str, ...]
-    weights: tuple[float, ...]
-    intercept: float
-    threshold: float
-
-    def probability(self, values: dict[str, float]) -> float:
-        z = self.intercept + sum(w * values[f] for f, w in zip(self.features, self.weights, strict=True))
-        return 1.0 / (1.0 + math.exp(-z))
 
     def needs_conversation(self, values: dict[str, float]) -> bool:
         return self.probability(values) >= self.threshold
-
-    @classmethod
-    def from_json(cls, data: dict[str, object]) -> FollowupModel:
-        weights = data["weights"]
-        assert isinstance(weights, dict)
-        return cls(
-            features=tuple(weights),
-            weights=tuple(float(w) for w in weights.values()),
-            intercept=float(data["intercept"]),  # type: ignore[arg-type]
-            threshold=float(data["threshold"]),  # type: ignore[arg-type]
-        )
 
 
 @cache
 def fitted_model(path: Path = FITTED) -> FollowupModel:
     """The shipped model (scripts/fit_followup.py writes it)."""
-    return FollowupModel.from_json(json.loads(path.read_text(encoding="utf-8"))["model"])
+    return FollowupModel.read(path)

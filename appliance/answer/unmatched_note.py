@@ -25,15 +25,13 @@ missing note would cost most.
 
 from __future__ import annotations
 
-import json
-import math
 import re
 from collections.abc import Sequence
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Protocol
 
+from appliance.answer.logistic import LogisticModel
 from appliance.retrieve.unknown_terms import UnknownTerm
 from appliance.text.english import english_rarity, english_words
 from appliance.text.stopwords import STOPWORDS
@@ -75,35 +73,14 @@ def _known_neighbours(typed: str, question: str, vocabulary: KnownWords) -> int:
     return sum(1 for w in neighbours if w.lower() not in STOPWORDS and vocabulary.knows(w.lower()))
 
 
-@dataclass(frozen=True)
-class NoteModel:
+class NoteModel(LogisticModel):
     """Logistic model: p(the documents do not answer the question | this unknown word) = sigmoid(z)."""
-
-    features: tuple[str, ...]
-    weights: tuple[float, ...]
-    intercept: float
-    threshold: float
-
-    def probability(self, values: dict[str, float]) -> float:
-        z = self.intercept + sum(w * values[f] for f, w in zip(self.features, self.weights, strict=True))
-        return 1.0 / (1.0 + math.exp(-z))
-
-    @classmethod
-    def from_json(cls, data: dict[str, object]) -> NoteModel:
-        weights = data["weights"]
-        assert isinstance(weights, dict)
-        return cls(
-            features=tuple(weights),
-            weights=tuple(float(w) for w in weights.values()),
-            intercept=float(data["intercept"]),  # type: ignore[arg-type]
-            threshold=float(data["threshold"]),  # type: ignore[arg-type]
-        )
 
 
 @cache
 def fitted_note_model(path: Path = FITTED) -> NoteModel:
     """The shipped model (scripts/fit_unmatched_note.py writes it)."""
-    return NoteModel.from_json(json.loads(path.read_text(encoding="utf-8"))["model"])
+    return NoteModel.read(path)
 
 
 def warning_terms(
