@@ -10,12 +10,17 @@ training set scripts/qa/choice_train.jsonl and the evaluation sets.
 2. The ranker (answer/quoted/ranker.py): a conditional logit over each question's candidates: P(candidate)
    = softmax(w · standardized features). The target of a question is the candidates that show the most of its
    gold phrases and, among those, the shortest (within 10%): the section itself, not the document holding it.
-3. Leave-one-corpus-out: for each group (docs_corpus, openshift, gitlab, ir-prometheus) both models are fitted
-   on the other three and measured on it; the regularization is the one whose pooled out-of-fold answers are
-   most often complete plus most often right (all the gold phrases in order; in a section at most 1.5 times
-   the length of the shortest that holds them); ties go to the more complete.
-4. The evaluation sets (procedures, the key-phrase sets) are measured with the model fitted on all of the
-   training set, side by side with today's rule-based chooser on the same candidates.
+3. What a procedure shows (answer/quoted/choice.py shown_section): the shortest candidate, short enough to be
+   shown whole, inside which at least `shown_mass` of the ranker's probability lies (or, with no mass, the single
+   likeliest candidate). Only where the question is read as a procedure (its section is shown whole); a value or
+   a fact is answered by lines and keeps the likeliest section.
+4. Leave-one-corpus-out: for each group (docs_corpus, openshift, gitlab, ir-prometheus) both models are fitted
+   on the other three and measured on it; the regularization and the shown mass are the ones whose pooled
+   out-of-fold answers are most often complete plus most often right (all the gold phrases in order; in a
+   section at most 1.5 times the length of the shortest that holds them); ties go to the more complete.
+5. The evaluation sets (procedures, the key-phrase sets) are measured with the model fitted on all of the
+   training set, side by side with the likeliest section alone and with the rule-based chooser it replaced, on
+   the same candidates.
 
 Figures per set: mean recall of the chosen section (the share of gold phrases it holds), complete (≥ 90% of
 the phrases, in order), right document, gold section exactly; the same for today's chooser and for the best
@@ -42,6 +47,7 @@ from sklearn.linear_model import LogisticRegression
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from appliance.answer.question import GRAMMAR_KINDS, ngrams, reading_inputs
+from appliance.answer.quoted.choice import mass_inside, shown_section
 from appliance.answer.quoted.features import BASE_FEATURES, FEATURES, heading_words, model_features, with_question
 from appliance.answer.quoted.sections import is_within
 from appliance.config import AnswerSettings
@@ -57,6 +63,8 @@ COMPLETE = 0.9
 # words are many and corpus-bound (a strong penalty on them was better out of fold on every grid tried).
 RANKER_L2 = tuple((base, words) for base in (0.1, 1.0, 10.0) for words in (1.0, 100.0))
 READING_C = (0.3,)
+# The probability a procedure's shown section must hold (None: the likeliest section alone), chosen out of fold.
+SHOWN_MASSES: tuple[float | None, ...] = (None, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
 
 
 # --- the question's reading --------------------------------------------------------------------------------
@@ -257,17 +265,40 @@ def summary(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     }
 
 
+def probabilities(question: dict[str, Any], reading: Reading, ranker: Ranker) -> np.ndarray:
+    scores = ranker.scores(ranker.design(question, read(reading, question)))
+    p = np.exp(scores - scores.max())
+    return np.asarray(p / p.sum())
+
+
+def regions(question: dict[str, Any]) -> list[tuple[str, str]]:
+    return [(c["path"], c["heading"]) for c in question["candidates"]]
+
+
+def shown_index(question: dict[str, Any], p: np.ndarray, reading: Reading, mass: float | None) -> int:
+    """The candidate shown, as answer/quoted/choice.py shows it: for a question read as a procedure (not a value,
+    P(procedure) >= 0.5, as answer/question.py reads it) the shortest candidate holding `mass`; else the likeliest."""
+    top = int(np.argmax(p))
+    if mass is None or question["regex_kind"] == "value" or read(reading, question)[0] < 0.5:
+        return top
+    words = [c["words"] for c in question["candidates"]]
+    index = shown_section(regions(question), words, list(p), mass, SHOWN_WHOLE_WORDS)
+    return top if index is None else index
+
+
 def measure(
     questions: Sequence[dict[str, Any]],
     reading: Reading,
     ranker: Ranker,
+    mass: float | None,
 ) -> dict[str, list[dict[str, Any]]]:
-    rows: dict[str, list[dict[str, Any]]] = {"fitted": [], "today": [], "ceiling": []}
+    rows: dict[str, list[dict[str, Any]]] = {"fitted": [], "fitted_likeliest": [], "today": [], "ceiling": []}
     for q in questions:
         if not q["answerable"] or not q["candidates"]:
             continue
-        scores = ranker.scores(ranker.design(q, read(reading, q)))
-        rows["fitted"].append({"id": q["id"], **outcome(q, int(np.argmax(scores)))})
+        p = probabilities(q, reading, ranker)
+        rows["fitted"].append({"id": q["id"], **outcome(q, shown_index(q, p, reading, mass))})
+        rows["fitted_likeliest"].append({"id": q["id"], **outcome(q, int(np.argmax(p)))})
         rows["today"].append({"id": q["id"], **outcome(q, today_index(q))})
         rows["ceiling"].append({"id": q["id"], **outcome(q, oracle_index(q))})
     return rows
@@ -277,20 +308,23 @@ def overlapping(a: dict[str, Any], b: dict[str, Any]) -> bool:
     return a["path"] == b["path"] and (is_within(a["heading"], b["heading"]) or is_within(b["heading"], a["heading"]))
 
 
-def prediction(question: dict[str, Any], reading: Reading, ranker: Ranker) -> dict[str, Any]:
-    """What the fitted choice says of one question: its pick, the pick's region's probability, the best rival's."""
+def prediction(question: dict[str, Any], reading: Reading, ranker: Ranker, mass: float | None) -> dict[str, Any]:
+    """What the fitted choice says of one question: the likeliest candidate and its probability (the inputs of the
+    answerability model); the candidate shown, its probability as choice.py gives it (the mass inside it where a
+    procedure's shown section holds more than the likeliest), its region's probability and the best rival's."""
     candidates = question["candidates"]
     if not candidates:
         return {"index": None, "p_top": 0.0, "region": 0.0, "alt": 0.0, "raw_cos": 0.0, "lex_body": 0.0}
-    scores = ranker.scores(ranker.design(question, read(reading, question)))
-    p = np.exp(scores - scores.max())
-    p /= p.sum()
+    p = probabilities(question, reading, ranker)
     top = int(np.argmax(p))
-    region = float(sum(p[i] for i, c in enumerate(candidates) if overlapping(c, candidates[top])))
-    alt = float(max((p[i] for i, c in enumerate(candidates) if not overlapping(c, candidates[top])), default=0.0))
+    shown = shown_index(question, p, reading, mass)
+    region = float(sum(p[i] for i, c in enumerate(candidates) if overlapping(c, candidates[shown])))
+    alt = float(max((p[i] for i, c in enumerate(candidates) if not overlapping(c, candidates[shown])), default=0.0))
     return {
         "index": top,
         "p_top": float(p[top]),
+        "shown": shown,
+        "p_shown": float(p[top]) if shown == top else mass_inside(regions(question), list(p), shown),
         "region": region,
         "alt": alt,
         "raw_cos": candidates[top]["raw_cos"],
@@ -316,21 +350,29 @@ def reading_accuracy(questions: Sequence[dict[str, Any]], reading: Reading):
     }
 
 
-def leave_one_corpus_out(train: Sequence[dict[str, Any]], l2: tuple[float, float], c: float) -> dict[str, Any]:
-    folds: dict[str, Any] = {}
-    pooled: dict[str, list[dict[str, Any]]] = {"fitted": [], "today": [], "ceiling": []}
+def leave_one_corpus_out(
+    train: Sequence[dict[str, Any]], l2: tuple[float, float], c: float
+) -> dict[float | None, dict[str, Any]]:
+    """For each shown mass: the figures per group left out and pooled (one fit per group serves every mass)."""
+    by_mass: dict[float | None, dict[str, Any]] = {mass: {} for mass in SHOWN_MASSES}
+    pooled: dict[float | None, dict[str, list[dict[str, Any]]]] = {
+        mass: {"fitted": [], "fitted_likeliest": [], "today": [], "ceiling": []} for mass in SHOWN_MASSES
+    }
     for group in GROUPS:
         fit_on = [q for q in train if q["group"] != group]
         held = [q for q in train if q["group"] == group]
         reading = fit_reading(fit_on, c)
         ranker = fit_ranker(fit_on, reading, l2)
-        rows = measure(held, reading, ranker)
-        folds[group] = {name: summary(r) for name, r in rows.items()}
-        folds[group]["reading"] = reading_accuracy(held, reading)
-        for name, r in rows.items():
-            pooled[name].extend(r)
-    folds["all (pooled)"] = {name: summary(r) for name, r in pooled.items()}
-    return folds
+        accuracy = reading_accuracy(held, reading)
+        for mass in SHOWN_MASSES:
+            rows = measure(held, reading, ranker, mass)
+            by_mass[mass][group] = {name: summary(r) for name, r in rows.items()}
+            by_mass[mass][group]["reading"] = accuracy
+            for name, r in rows.items():
+                pooled[mass][name].extend(r)
+    for mass in SHOWN_MASSES:
+        by_mass[mass]["all (pooled)"] = {name: summary(r) for name, r in pooled[mass].items()}
+    return by_mass
 
 
 def main() -> int:
@@ -354,14 +396,14 @@ def main() -> int:
     grid = {}
     for l2 in RANKER_L2:
         for c in READING_C:
-            folds = leave_one_corpus_out(train, l2, c)
-            grid[(l2, c)] = folds
-            pooled = folds["all (pooled)"]["fitted"]
-            print(
-                f"l2 {l2} C {c}: LOCO right {pooled['right']} recall {pooled['recall']} complete {pooled['complete']} "
-                f"both {pooled['complete_and_right']}",
-                file=sys.stderr,
-            )
+            for mass, folds in leave_one_corpus_out(train, l2, c).items():
+                grid[(l2, c, mass)] = folds
+                pooled = folds["all (pooled)"]["fitted"]
+                print(
+                    f"l2 {l2} C {c} shown mass {mass}: LOCO right {pooled['right']} recall {pooled['recall']} "
+                    f"complete {pooled['complete']} both {pooled['complete_and_right']}",
+                    file=sys.stderr,
+                )
     # Out of fold, the most complete answers plus the most right ones, weighed alike: complete alone rewards a
     # whole document that holds the part asked (more words, other procedures), right alone a part too small to
     # hold the job. Ties (to the third decimal) go to the more complete: a missing step is the dangerous miss,
@@ -373,8 +415,15 @@ def main() -> int:
             grid[key]["all (pooled)"]["fitted"]["complete"],
         ),
     )
-    report["chosen"] = {"ranker_l2": {"base_features": best[0][0], "heading_words": best[0][1]}, "reading_c": best[1]}
+    report["chosen"] = {
+        "ranker_l2": {"base_features": best[0][0], "heading_words": best[0][1]},
+        "reading_c": best[1],
+        "shown_mass": best[2],
+    }
     report["leave_one_corpus_out"] = grid[best]
+    report["shown_mass_out_of_fold"] = {
+        str(mass): grid[(best[0], best[1], mass)]["all (pooled)"]["fitted"] for mass in SHOWN_MASSES
+    }
 
     reading = fit_reading(train, best[1])
     ranker = fit_ranker(train, reading, best[0])
@@ -386,9 +435,10 @@ def main() -> int:
         chosen = [q for q in questions if q["set"] == set_name]
         if set_name == "procedures":
             part = [q for q in chosen if q["split"] == "heldout"]
-            evaluation["procedures (heldout)"] = {n: summary(r) for n, r in measure(part, reading, ranker).items()}
+            rows = measure(part, reading, ranker, best[2])
+            evaluation["procedures (heldout)"] = {n: summary(r) for n, r in rows.items()}
             continue
-        evaluation[set_name] = {n: summary(r) for n, r in measure(chosen, reading, ranker).items()}
+        evaluation[set_name] = {n: summary(r) for n, r in measure(chosen, reading, ranker, best[2]).items()}
     report["evaluation_sets"] = evaluation
 
     # Out-of-fold predictions of every training question (its group left out of the fit), then the
@@ -399,11 +449,11 @@ def main() -> int:
         fold_ranker = fit_ranker([q for q in train if q["group"] != group], fold_reading, best[0])
         for q in train:
             if q["group"] == group:
-                held_out[key(q)] = prediction(q, fold_reading, fold_ranker)
+                held_out[key(q)] = prediction(q, fold_reading, fold_ranker, best[2])
     calibration = calibrate_confidence(train, held_out)
     report["confidence"] = calibration
     others = [q for q in questions if q not in train]
-    predicted = {**held_out, **{key(q): prediction(q, reading, ranker) for q in others}}
+    predicted = {**held_out, **{key(q): prediction(q, reading, ranker, best[2]) for q in others}}
     answerability = fit_answerability(train, others, predicted)
     report["answerability"] = answerability["report"]
     args.results.parent.mkdir(parents=True, exist_ok=True)
@@ -431,8 +481,8 @@ def calibrate_confidence(train: Sequence[dict[str, Any]], held_out: dict[str, di
         pred = held_out.get(key(q))
         if not q["answerable"] or pred is None or pred["index"] is None:
             continue
-        c = q["candidates"][pred["index"]]
-        rows.append((pred["alt"] / max(pred["p_top"], 1e-9), pred["region"], c["recall"] >= COMPLETE))
+        c = q["candidates"][pred["shown"]]  # what is shown, with its probability as choice.py gives it
+        rows.append((pred["alt"] / max(pred["p_shown"], 1e-9), pred["region"], c["recall"] >= COMPLETE))
     table = []
     for ratio in CLOSE_RATIOS:
         close = [right for r, _, right in rows if r >= ratio]
@@ -561,6 +611,8 @@ def write_models(
         "l2": {"base_features": best[0][0], "heading_words": best[0][1]},
         "close_ratio": calibration["close_ratio"],
         "certain_probability": calibration["certain_probability"],
+        "shown_mass": best[2],
+        "shown_whole_words": SHOWN_WHOLE_WORDS,
     }
     (FITTED / "section_ranker.json").write_text(json.dumps(ranker_model, indent=1) + "\n")
     answerable_model = {

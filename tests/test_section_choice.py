@@ -13,6 +13,7 @@ import pytest
 
 from appliance.answer.answerer import Answerer
 from appliance.answer.question import default_reading, load_reading, read_question
+from appliance.answer.quoted.choice import mass_inside, shown_section
 from appliance.answer.quoted.features import FEATURES, heading_words, model_features
 from appliance.answer.quoted.ranker import DEFAULT_MODEL, default_ranker, load_ranker
 from appliance.config import Settings
@@ -331,3 +332,44 @@ def test_heading_words_are_matched_without_numbers_or_case() -> None:
     assert heading_words("6.2 Isolate the Empty Bank") == heading_words("isolate empty banks")
     assert "6" not in heading_words("6. Procedure")
     assert FEATURES[0].startswith("fact_x_")
+
+
+# --- what a procedure shows: the shortest section holding most of the probability ---------------------------
+
+PROCEDURE = ("sop.md", "7. Procedure")
+REGIONS = [
+    PROCEDURE,
+    ("sop.md", "7. Procedure › 7.3 Connect"),
+    ("sop.md", "7. Procedure › 7.4 Open"),
+    ("sop.md", "1. Purpose"),
+]
+WORDS = [400, 120, 110, 60]
+
+
+def test_a_procedure_whose_parts_share_the_probability_is_shown_whole() -> None:
+    # 7.3 and 7.4 are likelier than anything else, but neither alone holds the mass: the procedure holding them does.
+    probabilities = [0.05, 0.3, 0.3, 0.35]
+    assert shown_section(REGIONS, WORDS, probabilities, 0.45, 1000) == 0
+    assert mass_inside(REGIONS, probabilities, 0) == pytest.approx(0.65)
+
+
+def test_a_part_the_ranker_is_sure_of_is_shown_alone() -> None:
+    probabilities = [0.1, 0.7, 0.1, 0.1]
+    assert shown_section(REGIONS, WORDS, probabilities, 0.45, 1000) == 1
+
+
+def test_a_section_too_long_to_show_whole_is_never_picked_for_its_mass() -> None:
+    probabilities = [0.05, 0.3, 0.3, 0.35]
+    assert shown_section(REGIONS, WORDS, probabilities, 0.45, 300) is None  # the caller keeps the likeliest
+
+
+def test_a_section_of_another_document_with_the_same_heading_holds_nothing_of_this_one() -> None:
+    regions = [("a.md", "Mitigation"), ("b.md", "Mitigation"), ("b.md", "")]
+    assert mass_inside(regions, [0.4, 0.3, 0.3], 2) == pytest.approx(0.6)
+    assert mass_inside(regions, [0.4, 0.3, 0.3], 0) == pytest.approx(0.4)
+
+
+def test_the_shipped_ranker_says_how_much_a_shown_procedure_holds() -> None:
+    ranker = default_ranker()
+    assert ranker.shown_mass is None or 0.0 < ranker.shown_mass < 1.0
+    assert ranker.shown_whole_words == Settings().answer.max_procedure_words

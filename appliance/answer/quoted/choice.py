@@ -1,5 +1,6 @@
 """Which section answers: every candidate (candidates.py) scored by the fitted ranker (ranker.py over
-features.py), the most probable shown, the close calls named.
+features.py), the most probable shown (for a procedure: the shortest section that holds most of the
+probability), the close calls named.
 
 There is no rule after the ranker: whether the whole procedure or one part answers is the ranker's choice
 between a parent and its parts (both are candidates; the question's reading, whole job or one part, is one
@@ -11,6 +12,11 @@ to. What the choice reports besides the section:
 - `close`: the best alternative when it is nearly as probable as the choice (the ratio is the fitted model's
   `close_ratio`: scripts/fit_choice.py measures how often the ranker was right at each ratio, out of fold),
   shown on the first screen and never badged as certain;
+- `chosen`: for a value or a fact, the likeliest section (its lines are picked from it and its rivals); for a
+  procedure, shown whole, the shortest section, short enough to be shown whole, inside which at least the
+  ranker's fitted `shown_mass` of the probability lies (`shown_section`). Where the ranker spreads its
+  probability over the parts of one procedure (a 6.3 and a 6.4 of 0.3 each), the procedure holding them is
+  shown, not one part; where it is sure of one part, that part. Its `probability` is that mass;
 - `certain`: no close rival and the chosen region's probability at least the model's `certain_probability`
   (where the choice was right 90% of the time out of fold).
 """
@@ -87,6 +93,34 @@ class Choice:
         return self.close is None and self.region_probability >= self.certain_probability
 
 
+def mass_inside(regions: Sequence[tuple[str, str]], probabilities: Sequence[float], index: int) -> float:
+    """The probability of every candidate inside candidate `index` (itself included); regions are (path, heading)."""
+    path, heading = regions[index]
+    return float(
+        sum(
+            p
+            for (other_path, other), p in zip(regions, probabilities, strict=True)
+            if other_path == path and is_within(other, heading)
+        )
+    )
+
+
+def shown_section(
+    regions: Sequence[tuple[str, str]],
+    words: Sequence[int],
+    probabilities: Sequence[float],
+    mass: float,
+    max_words: int,
+) -> int | None:
+    """The index of the shortest candidate of at most `max_words` words inside which at least `mass` of the
+    probability lies (ties: the more probable), or None when none does. Shared with scripts/fit_choice.py,
+    which fits `mass` out of fold."""
+    holding = [
+        i for i in range(len(regions)) if words[i] <= max_words and mass_inside(regions, probabilities, i) >= mass
+    ]
+    return min(holding, key=lambda i: (words[i], -probabilities[i])) if holding else None
+
+
 def overlaps(a: Section, b: Section) -> bool:
     return a.path == b.path and (is_within(a.heading, b.heading) or is_within(b.heading, a.heading))
 
@@ -112,4 +146,13 @@ def choose_section(
         (Ranked(candidate, float(p)) for candidate, p in zip(candidates, probabilities, strict=True)),
         key=lambda r: -r.probability,
     )
-    return Choice(ranked[0], ranked, model.close_ratio, model.certain_probability)
+    chosen = ranked[0]
+    if question.kind == "procedure" and model.shown_mass is not None:
+        regions = [(r.section.path, r.section.heading) for r in ranked]
+        odds = [r.probability for r in ranked]
+        index = shown_section(
+            regions, [r.section.words for r in ranked], odds, model.shown_mass, model.shown_whole_words
+        )
+        if index is not None:
+            chosen = Ranked(ranked[index].candidate, mass_inside(regions, odds, index))
+    return Choice(chosen, ranked, model.close_ratio, model.certain_probability)

@@ -33,6 +33,10 @@ class SectionRanker:
     vocabulary: tuple[str, ...] = ()  # the heading words the model weighs (features.model_features)
     close_ratio: float = 0.5  # a rival this likely against the choice makes it a close call
     certain_probability: float = 1.0  # the region probability from which a choice without rival is "certain"
+    # A procedure is shown as the shortest section holding at least this much of the probability (None: the single
+    # likeliest section), among the sections short enough to be shown whole (choice.shown_section).
+    shown_mass: float | None = None
+    shown_whole_words: int = 1000
 
     def scores(self, features: np.ndarray) -> np.ndarray:
         return ((features - self.mean) / self.scale) @ self.weights
@@ -66,6 +70,8 @@ def load_ranker(path: Path = DEFAULT_MODEL) -> SectionRanker:
         vocabulary=vocabulary,
         close_ratio=float(data.get("close_ratio", 0.5)),
         certain_probability=float(data.get("certain_probability", 1.0)),
+        shown_mass=None if data.get("shown_mass") is None else float(data["shown_mass"]),
+        shown_whole_words=int(data.get("shown_whole_words", 1000)),
     )
 
 
