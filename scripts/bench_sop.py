@@ -29,6 +29,8 @@ With --perturb (quoted design only), every question is also asked in each operat
 scripts/lib/perturb.py (one typo, a synonym, the alert pasted from a pager, a wildcard, lower and
 upper case, an added p99 or 5xx, a narrative lead-in): a flip is a variant refused where the question was
 answered or the reverse; for answers that stand on both, a moved answer is one that shows another section.
+Each variant is also scored as its question is (step recall and complete, or every key phrase shown): a moved
+answer may show more of the answer or less.
 
 Usage: python scripts/bench_sop.py [--sets procedures,heldout,sampled,demo] [--split heldout] [--generated]
        [--perturb] [--ids pq-001,...] [--limit N] [--json OUT]
@@ -403,6 +405,8 @@ def _variants(item: dict[str, Any], answerer: Answerer, original: dict[str, Any]
                 "flipped": row["refused"] != original["refused"],
                 "moved": not row["refused"] and not original["refused"] and row["sections"] != original["sections"],
                 "refusal_reason": row["refusal_reason"],
+                # what the operator reads in the variant, scored as the question is (a moved answer may show more)
+                **{k: row[k] for k in ("step_recall", "complete", "keyphrases_shown") if k in row},
             }
         )
     return found
@@ -418,10 +422,19 @@ def _flips(rows: list[dict[str, Any]]) -> dict[str, Any]:
             counts[0] += 1
             counts[1] += r["flipped"]
             counts[2] += r["moved"]
+        recalls = [r["step_recall"] for r in group if "step_recall" in r]
+        shown = [r["keyphrases_shown"] for r in group if "keyphrases_shown" in r]
         summary["answerable" if answerable else "unanswerable"] = {
             "variants": len(group),
             "flips": sum(r["flipped"] for r in group),
             "shown_section_moved": sum(r["moved"] for r in group),
+            **({"step_recall_mean": round(sum(recalls) / len(recalls), 3)} if recalls else {}),
+            **(
+                {"complete": _share(sum(r["complete"] for r in group if "complete" in r), len(recalls))}
+                if recalls
+                else {}
+            ),
+            **({"every_keyphrase_shown": _share(sum(shown), len(shown))} if shown and answerable else {}),
             "by_kind": {kind: {"variants": c[0], "flips": c[1], "moved": c[2]} for kind, c in sorted(by_kind.items())},
         }
     return summary
