@@ -5,12 +5,14 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import random
+import sys
 import tarfile
 from pathlib import Path
 
 import pytest
 
-from appliance.offline.archive import extract_archive, verify_archive, write_archive
+from appliance.offline.archive import extract_archive, open_members, verify_archive, write_archive
 from appliance.offline.installer import InstallOptions, install
 from appliance.offline.manifest import MANIFEST_NAME, BundleError, Manifest, build_manifest, safe_member_name
 
@@ -153,6 +155,23 @@ def test_a_truncated_archive_is_refused(staging: Path, tmp_path: Path, compressi
 
     with pytest.raises(BundleError, match=r"truncated or corrupt|missing member"):
         verify_archive(archive)
+
+
+@pytest.mark.parametrize("without_module", [False, True], ids=["zstandard module", "zstd command"])
+def test_reading_only_the_first_member_of_a_large_bundle_is_no_error(
+    staging: Path, tmp_path: Path, without_module: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A dry run reads the manifest and stops; the rest of the stream is still being decompressed (here 8 MiB of
+    incompressible weights, far more than a pipe holds). That is no sign of a corrupt archive."""
+    (staging / "models" / "embedder" / "weights.bin").write_bytes(random.Random(48).randbytes(8 << 20))
+    archive = tmp_path / "b.zstd"
+    manifest = _bundle(staging, archive, "zstd")
+    if without_module:  # as the standard-library bootstrap installer reads it: the zstd command decompresses
+        monkeypatch.setitem(sys.modules, "zstandard", None)
+
+    with open_members(archive) as members:
+        member, reader = next(members)
+        assert member.name == MANIFEST_NAME and reader is not None and reader.read() == manifest.raw
 
 
 def test_the_manifest_must_come_first(staging: Path, tmp_path: Path) -> None:
