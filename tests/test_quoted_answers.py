@@ -271,7 +271,7 @@ def test_an_answer_despite_words_the_documents_never_use_names_them_and_gives_no
     the operator is told which words the documents never use, and no plain "shown as the document writes it".
     Where the ranker is sure of its section the answer would otherwise carry the ✓, so every such word is named
     (the ranker is made sure here: how sure the shipped one is of this small corpus is the fit's business)."""
-    sure = replace(default_ranker(), certain_probability=0.5)
+    sure = replace(default_ranker(), certain_probability=0.5, close_ratio=1.0)
     monkeypatch.setattr("appliance.answer.quoted.choice.default_ranker", lambda: sure)
     asked = "How do I change a chlorine container on the evaporator?"
     result = Answerer(indexed).ask(asked)
