@@ -47,7 +47,7 @@ from sklearn.linear_model import LogisticRegression
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from appliance.answer.question import GRAMMAR_KINDS, ngrams, reading_inputs
+from appliance.answer.question import GRAMMAR_KINDS, answer_kind, ngrams, reading_inputs
 from appliance.answer.quoted.choice import mass_inside, shown_section
 from appliance.answer.quoted.features import BASE_FEATURES, FEATURES, heading_words, model_features, with_question
 from appliance.answer.quoted.sections import is_within
@@ -276,15 +276,18 @@ def regions(question: dict[str, Any]) -> list[tuple[str, str]]:
     return [(c["path"], c["heading"]) for c in question["candidates"]]
 
 
-def shown_index(question: dict[str, Any], p: np.ndarray, reading: Reading, mass: float | None) -> int:
-    """The candidate shown, as answer/quoted/choice.py shows it: for a question read as a procedure (not a value,
-    P(procedure) >= 0.5, as answer/question.py reads it) the shortest candidate holding `mass`; else the likeliest."""
+def shown(question: dict[str, Any], p: np.ndarray, reading: Reading, mass: float | None) -> tuple[int, float]:
+    """The candidate shown and its probability, as answer/quoted/choice.py gives them: for a question read as a
+    procedure (answer/question.py answer_kind) the shortest candidate holding `mass`, with the mass inside it; else
+    the likeliest, with its own probability."""
     top = int(np.argmax(p))
-    if mass is None or question["regex_kind"] == "value" or read(reading, question)[0] < 0.5:
-        return top
+    if mass is None or answer_kind(question["regex_kind"], read(reading, question)[0]) != "procedure":
+        return top, float(p[top])
     words = [c["words"] for c in question["candidates"]]
     index = shown_section(regions(question), words, list(p), mass, SHOWN_WHOLE_WORDS)
-    return top if index is None else index
+    if index is None:
+        return top, float(p[top])
+    return index, mass_inside(regions(question), list(p), index)
 
 
 def measure(
@@ -298,7 +301,7 @@ def measure(
         if not q["answerable"] or not q["candidates"]:
             continue
         p = probabilities(q, reading, ranker)
-        rows["fitted"].append({"id": q["id"], **outcome(q, shown_index(q, p, reading, mass))})
+        rows["fitted"].append({"id": q["id"], **outcome(q, shown(q, p, reading, mass)[0])})
         rows["fitted_likeliest"].append({"id": q["id"], **outcome(q, int(np.argmax(p)))})
         rows["today"].append({"id": q["id"], **outcome(q, today_index(q))})
         rows["ceiling"].append({"id": q["id"], **outcome(q, oracle_index(q))})
@@ -318,14 +321,14 @@ def prediction(question: dict[str, Any], reading: Reading, ranker: Ranker, mass:
         return {"index": None, "p_top": 0.0, "region": 0.0, "alt": 0.0, "raw_cos": 0.0, "lex_body": 0.0}
     p = probabilities(question, reading, ranker)
     top = int(np.argmax(p))
-    shown = shown_index(question, p, reading, mass)
-    region = float(sum(p[i] for i, c in enumerate(candidates) if overlapping(c, candidates[shown])))
-    alt = float(max((p[i] for i, c in enumerate(candidates) if not overlapping(c, candidates[shown])), default=0.0))
+    index, p_shown = shown(question, p, reading, mass)
+    region = float(sum(p[i] for i, c in enumerate(candidates) if overlapping(c, candidates[index])))
+    alt = float(max((p[i] for i, c in enumerate(candidates) if not overlapping(c, candidates[index])), default=0.0))
     return {
         "index": top,
         "p_top": float(p[top]),
-        "shown": shown,
-        "p_shown": float(p[top]) if shown == top else mass_inside(regions(question), list(p), shown),
+        "shown": index,
+        "p_shown": p_shown,
         "region": region,
         "alt": alt,
         "raw_cos": candidates[top]["raw_cos"],

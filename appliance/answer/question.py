@@ -111,15 +111,20 @@ def default_reading() -> QuestionReading:
     return load_reading()
 
 
+def answer_kind(grammar: QuestionKind, procedure: float) -> QuestionKind:
+    """How a question is answered, from the grammar's reading and the fitted P(procedure). A value asked ("how
+    many minutes", "what percentage") is answered by the line that states it whatever else the question says;
+    otherwise the fitted reading decides between a procedure and a fact. Shared with scripts/fit_choice.py."""
+    return "value" if grammar == "value" else "procedure" if procedure >= 0.5 else "fact"
+
+
 def read_question(
     typed: str, standalone: str, searched: str, vector: np.ndarray, reading: QuestionReading | None = None
 ) -> Question:
     """The question read once (see the module docstring); `reading` None: the shipped fitted model."""
     grammar = question_kind(searched)
     procedure, whole = (reading or default_reading()).read(searched, grammar)
-    # A value asked ("how many minutes", "what percentage") is answered by the line that states it whatever
-    # else the question says; otherwise the fitted reading decides between a procedure and a fact.
-    kind: QuestionKind = "value" if grammar == "value" else "procedure" if procedure >= 0.5 else "fact"
+    kind = answer_kind(grammar, procedure)
     return Question(
         typed=typed,
         standalone=standalone,
