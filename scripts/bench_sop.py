@@ -422,19 +422,20 @@ def _flips(rows: list[dict[str, Any]]) -> dict[str, Any]:
             counts[0] += 1
             counts[1] += r["flipped"]
             counts[2] += r["moved"]
-        recalls = [r["step_recall"] for r in group if "step_recall" in r]
-        shown = [r["keyphrases_shown"] for r in group if "keyphrases_shown" in r]
+        # What the variants show, scored as their questions are (procedure sets: steps; key-phrase sets: phrases).
+        scored: dict[str, Any] = {}
+        stepped = [r for r in group if "step_recall" in r]
+        if stepped:
+            scored["step_recall_mean"] = round(sum(r["step_recall"] for r in stepped) / len(stepped), 3)
+            scored["complete"] = _share(sum(r["complete"] for r in stepped), len(stepped))
+        phrased = [r["keyphrases_shown"] for r in group if "keyphrases_shown" in r]
+        if phrased and answerable:
+            scored["every_keyphrase_shown"] = _share(sum(phrased), len(phrased))
         summary["answerable" if answerable else "unanswerable"] = {
             "variants": len(group),
             "flips": sum(r["flipped"] for r in group),
             "shown_section_moved": sum(r["moved"] for r in group),
-            **({"step_recall_mean": round(sum(recalls) / len(recalls), 3)} if recalls else {}),
-            **(
-                {"complete": _share(sum(r["complete"] for r in group if "complete" in r), len(recalls))}
-                if recalls
-                else {}
-            ),
-            **({"every_keyphrase_shown": _share(sum(shown), len(shown))} if shown and answerable else {}),
+            **scored,
             "by_kind": {kind: {"variants": c[0], "flips": c[1], "moved": c[2]} for kind, c in sorted(by_kind.items())},
         }
     return summary

@@ -31,7 +31,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import os
 import random
 import sys
 from collections.abc import Sequence
@@ -50,7 +49,7 @@ from scripts.bench_sop import corpus_roots, settings_for  # noqa: E402
 from scripts.calibrate_evidence import cost_threshold, fit_logistic  # noqa: E402
 from scripts.fit_unmatched_note import corpus, measured_items, training_items  # noqa: E402
 from scripts.lib.perturb import invented_name_controls  # noqa: E402
-from scripts.lib.resumable import cached_entries  # noqa: E402
+from scripts.lib.resumable import add_cached_run_arguments, cached_entries, start_fresh_if_asked  # noqa: E402
 
 FEATURES = ("top_dense", "coverage", "unknown_name", "unknown_words", "agreement", "unknown_specific")
 SCALE_FREE_FEATURES = tuple(f for f in FEATURES if f != "top_dense")
@@ -228,17 +227,9 @@ def print_table(title: str, rows: dict[str, dict[str, dict[str, dict[str, str]]]
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-sop")
-    parser.add_argument(
-        "--models-dir", type=Path, default=Path(os.environ.get("APPLIANCE_MODELS_DIR", REPO / "models"))
-    )
-    parser.add_argument("--cache", type=Path, default=CACHE)
-    parser.add_argument("--fresh", action="store_true", help="search every question again (signals changed)")
-    parser.add_argument("--json", type=Path, default=RESULTS, help=f"every figure [{RESULTS}]")
+    add_cached_run_arguments(parser, REPO, CACHE, RESULTS, fresh_when="signals changed")
     args = parser.parse_args()
-
-    if args.fresh and args.cache.exists():
-        args.cache.unlink()
+    start_fresh_if_asked(args)
     training = training_items()
     measured = [i for i in measured_items() if i["set"] in MEASURED]
     done = collect([*training, *measured], args.home, args.models_dir, args.cache)

@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -47,7 +46,7 @@ from appliance.models.store import sha256_file  # noqa: E402
 from scripts.bench_sop import QA, corpus_of, corpus_roots, load_items, settings_for  # noqa: E402
 from scripts.calibrate_evidence import fit_logistic  # noqa: E402
 from scripts.lib.perturb import perturb  # noqa: E402
-from scripts.lib.resumable import cached_entries  # noqa: E402
+from scripts.lib.resumable import add_cached_run_arguments, cached_entries, start_fresh_if_asked  # noqa: E402
 
 TRAINING_FILES = ("choice_train.jsonl", "scope_pairs.jsonl", "runbooks_tune.jsonl")
 POPULATIONS = ("all", "answered")
@@ -314,18 +313,10 @@ def print_table(rows: dict[str, dict[str, Any]]) -> None:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-sop")
-    parser.add_argument(
-        "--models-dir", type=Path, default=Path(os.environ.get("APPLIANCE_MODELS_DIR", REPO / "models"))
-    )
-    parser.add_argument("--cache", type=Path, default=CACHE)
-    parser.add_argument("--fresh", action="store_true", help="search every question again (readings changed)")
+    add_cached_run_arguments(parser, REPO, CACHE, RESULTS, fresh_when="readings changed")
     parser.add_argument("--write", action="store_true", help=f"write the fitted model to {FITTED}")
-    parser.add_argument("--json", type=Path, default=RESULTS, help=f"every figure [{RESULTS}]")
     args = parser.parse_args()
-
-    if args.fresh and args.cache.exists():
-        args.cache.unlink()
+    start_fresh_if_asked(args)
     training, measured = training_items(), measured_items()
     variants = variant_items(measured)
     done = collect([*training, *measured, *variants], args.home, args.models_dir, args.cache)
