@@ -4,6 +4,8 @@ started, are noticed (real inotify); hidden files are not; a burst of changes is
 from __future__ import annotations
 
 import json
+import os
+import resource
 import shutil
 import subprocess
 import sys
@@ -70,6 +72,28 @@ def test_a_file_in_a_subfolder_created_after_the_start_is_noticed(docs: Path) ->
         new.write_text("# Pump P-7\n")
         calls = recorder.until(lambda calls: new in changed(calls))
     assert new in changed(calls)
+
+
+def test_changes_are_noticed_when_the_process_already_holds_over_1024_files(docs: Path) -> None:
+    """A long-lived process (or a test run) holds many descriptors; select() cannot wait on one numbered
+    1024 or more, so the watcher must not use it."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if hard != resource.RLIM_INFINITY and hard < 1200:
+        pytest.skip(f"this machine allows {hard} open files; the watcher cannot get a descriptor over 1024")
+    resource.setrlimit(resource.RLIMIT_NOFILE, (max(soft, 1200) if hard == resource.RLIM_INFINITY else hard, hard))
+    held = []
+    try:
+        while not held or held[-1] < 1100:
+            held.append(os.open(os.devnull, os.O_RDONLY))
+        with TreeWatcher([docs]) as watcher:
+            assert watcher._fd >= 1024
+            new = docs / "area-a" / "SOP-P-8.md"
+            new.write_text("# Pump P-8\n")
+            assert new in watcher.changes(5.0)
+    finally:
+        for fd in held:
+            os.close(fd)
+        resource.setrlimit(resource.RLIMIT_NOFILE, (soft, hard))
 
 
 def test_a_folder_moved_in_brings_its_files_and_is_watched_from_then_on(docs: Path, tmp_path: Path) -> None:

@@ -107,8 +107,11 @@ class TreeWatcher:
 
     def changes(self, timeout_s: float) -> list[Path]:
         """What changed within `timeout_s` (empty when nothing did); watches follow new folders."""
-        ready, _, _ = select.select([self._fd], [], [], timeout_s)
-        if not ready:
+        # poll(), not select(): select() fails on a descriptor numbered 1024 or more, which a long-lived
+        # process holding many files (or a test run) reaches.
+        poller = select.poll()
+        poller.register(self._fd, select.POLLIN)
+        if not poller.poll(max(0, int(timeout_s * 1000))):
             return []
         changed: list[Path] = []
         for wd, mask, name in self._read():
