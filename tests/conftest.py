@@ -3,6 +3,7 @@ APPLIANCE_HOME per test. Nothing here touches a network."""
 
 from __future__ import annotations
 
+import contextlib
 import importlib.util
 import json
 import os
@@ -93,6 +94,27 @@ if importlib.util.find_spec("xdist") is not None:
 
     def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> LoadScopeScheduling:
         return ModuleUnits(config, log)
+
+
+@pytest.fixture(autouse=True)
+def searchers_are_closed_after_each_test(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """Every Searcher a test opens (an Answerer's, an app's) is closed when the test ends, as the service closes
+    its own: a test process runs hundreds of tests, and each index left open holds a dozen descriptors (CI's
+    worker passed 1024, where select() fails)."""
+    from appliance.retrieve.search import Searcher
+
+    opened: list[Searcher] = []
+    original = Searcher.__init__
+
+    def recorded(self: Searcher, *args: Any, **kwargs: Any) -> None:
+        original(self, *args, **kwargs)
+        opened.append(self)
+
+    monkeypatch.setattr(Searcher, "__init__", recorded)
+    yield
+    for searcher in opened:
+        with contextlib.suppress(Exception):
+            searcher.close()
 
 
 @pytest.fixture(scope="session")
