@@ -74,6 +74,16 @@ def test_hits_carry_provenance_and_scores(indexed: Settings) -> None:
     assert {"lexical", "embed", "dense", "fusion", "total"} <= set(result.timings_ms)
 
 
+def test_a_searcher_closes_the_index_it_opened_and_leaves_a_shared_one_open(indexed: Settings) -> None:
+    own = Searcher(indexed)
+    shared = Searcher(indexed, index=own.index, embedder=own.embedder)
+    shared.close()
+    assert own.search("strainer basket", k=3).hits, "the owner's index still answers"
+    own.close()
+    with pytest.raises(sqlite3.ProgrammingError):
+        own.index.catalog.conn.execute("SELECT 1")
+
+
 def test_a_stray_vector_without_a_catalog_chunk_is_never_shown(indexed: Settings) -> None:
     index = Index(indexed)
     query_vector = Searcher(indexed, index=index).embedder.embed_query("strainer basket")

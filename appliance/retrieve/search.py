@@ -90,6 +90,7 @@ class Searcher:
 
     def __init__(self, settings: Settings, index: Index | None = None, embedder: Embedder | None = None) -> None:
         self.settings = settings
+        self._owns_index = index is None  # an index passed in is its owner's to close
         self.index = index or Index(settings)
         self._embedder = embedder
         log_calibration_warnings(settings)
@@ -126,7 +127,9 @@ class Searcher:
         return self._vocabulary
 
     def close(self) -> None:
-        self.index.close()
+        """Close the index this searcher opened (one passed in stays open for its owner)."""
+        if self._owns_index:
+            self.index.close()
 
     # --- stages ------------------------------------------------------------------------------
 
