@@ -28,7 +28,7 @@ from appliance.answer.generated.abstention import other_subject_reason, stated_v
 from appliance.answer.question import Question
 from appliance.answer.quoted.choice import Choice, Ranked, overlaps
 from appliance.answer.quoted.features import DOING
-from appliance.answer.quoted.lines import default_line_ranker, line_features, pick_lines, section_lines
+from appliance.answer.quoted.lines import default_line_ranker, line_features, section_lines, shown_lines
 from appliance.answer.quoted.sections import Item, Section
 from appliance.index.records import ChunkRow
 from appliance.text.identifiers import identifier_in, is_strong_identifier
@@ -37,7 +37,6 @@ from appliance.text.questions import QuestionKind, asked_quantity, counted_noun,
 from appliance.text.terms import extract_terms
 from appliance.text.wording import is_noise_token
 
-EXCERPT_SECTIONS = 3  # the likeliest sections whose lines may answer a value or a fact
 _STEP_NUMBER = re.compile(r"\s*(\d{1,3}(?:\.\d{1,3})*|[A-Za-z])[.)]")
 EmbedTexts = Callable[[Sequence[str]], np.ndarray]
 
@@ -214,7 +213,8 @@ def _excerpt(
 ) -> Quoted:
     """The lines that answer a value, fact or why question (lines.py: the fitted line ranker over the lines of
     the likeliest sections), in document order under their section headings."""
-    ranked = [choice.chosen, *choice.alternatives(EXCERPT_SECTIONS - 1)]
+    model = default_line_ranker()
+    ranked = [choice.chosen, *choice.alternatives(model.sections - 1)]
     sections = [r.section for r in ranked]
     lines = [line for section in sections for line in section_lines(section)]
     if not lines:
@@ -225,8 +225,7 @@ def _excerpt(
     }
     hit_ranks = {chunk.chunk_id: rank for rank, (chunk, _) in enumerate(hits, start=1)}
     features = line_features(question.searched, question.vector, lines, region, choice.section, hit_ranks, embed_texts)
-    model = default_line_ranker()
-    picked = pick_lines(lines, model.probabilities(features), excerpt_words, model.next_ratio)
+    picked = shown_lines(lines, model.probabilities(features), excerpt_words, model.next_ratio, model.seeds)
     shown = [s for s in sections if any(line.section is s for line in picked)]
     steps: list[Step] = []
     for n, section in enumerate(shown, start=1):

@@ -1,4 +1,4 @@
-"""The embedder's vectors of section labels and headings, kept while the process runs.
+"""The embedder's vectors of section labels and headings (and of the fact lines), kept while the process runs.
 
 The section choice compares the question with the label and the heading of every candidate section (a
 hundred short texts a question). The same documents come back question after question, and a label's vector

@@ -4,11 +4,13 @@ scripts/fit_lines.py over the training set's answer phrases).
 Candidates are the lines of the likeliest sections of the choice (the chosen one and the best rivals outside
 it): each table row with its header rows, each list item, each sentence of a long paragraph, each code block.
 Each line's signals: its cosine with the question (a standard score among the candidate lines, and the level),
-how much of the question's weight it holds (its words' rarity among the lines), whether it states a value of
-the kind asked (answer/generated/abstention.py's reading of values), its section's probability, whether a
-retrieved chunk holds it and how high, its layout kind and length, where it stands in its section. A softmax
-over the lines gives each its probability; the answer shows the likeliest, and the next ones while they are
-nearly as likely and fit the word budget, in document order with their section headings.
+the same read under the last two parts of its heading path, how much of the question's weight it holds (its
+words' rarity among the lines), the best cosine and coverage of the line before or after it, whether it states a
+value of the kind asked (answer/generated/abstention.py's reading of values), its section's probability, whether
+a retrieved chunk holds it and how high, its layout kind and length, where it stands in its section. A softmax
+over the lines gives each its probability. The fitted model says which of these signals it reads, how many
+sections give lines, and how the shown lines are picked: the likeliest lines, or passages grown from the
+likeliest few (shown_lines), within the word budget, in document order with their section headings.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import numpy as np
 
 from appliance.answer.generated.abstention import stated_values
 from appliance.answer.quoted.features import question_stems
-from appliance.answer.quoted.sections import Section
+from appliance.answer.quoted.sections import Section, heading_parts
 from appliance.errors import ApplianceError
 from appliance.index.records import ChunkRow
 from appliance.text.pipe_tables import is_rule
@@ -36,7 +38,11 @@ KINDS = ("table", "step", "item", "text", "code", "warning")
 LINE_FEATURES = (
     "cos_z",
     "cos",
+    "ctx_cos_z",
+    "ctx_cos",
     "lex",
+    "neighbour_cos_z",
+    "neighbour_lex",
     "value",
     "section_p",
     "chosen",
@@ -81,6 +87,18 @@ def section_lines(section: Section) -> list[Line]:
     return lines
 
 
+def in_context(line: Line) -> str:
+    """The line under the last two parts of its heading path: what a short line ("Set it to 30 s") is about."""
+    where = " › ".join(heading_parts(line.chunk.section)[-2:]) or line.section.title
+    return f"{where}: {line.text}"
+
+
+def _standard(values: np.ndarray) -> np.ndarray:
+    """Standard scores among a question's candidate lines (zeros when they are all alike)."""
+    spread = float(values.std())
+    return (values - values.mean()) / spread if spread > 1e-6 else np.zeros_like(values)
+
+
 def _kind(line: Line) -> str:
     if line.kind in ("warning", "caution", "hold", "note"):
         return "warning"
@@ -99,23 +117,32 @@ def line_features(
     """One row per line, one column per name of LINE_FEATURES."""
     if not lines:
         return np.zeros((0, len(LINE_FEATURES)), dtype=np.float32)
-    cosines = embed_texts([line.text for line in lines]) @ vector
-    spread = float(cosines.std())
+    embedded = embed_texts([line.text for line in lines] + [in_context(line) for line in lines])
+    cosines, in_context_cosines = embedded[: len(lines)] @ vector, embedded[len(lines) :] @ vector
+    standard, in_context_standard = _standard(cosines), _standard(in_context_cosines)
     stems = question_stems(question)
     line_stems = [set(question_stems(line.text)) for line in lines]
     idf = {w: math.log((len(lines) + 1) / (sum(w in own for own in line_stems) + 0.5)) for w in stems}
     total = sum(idf.values()) or 1.0
+    lexical = [sum(idf[w] for w in stems if w in own) / total for own in line_stems]
     seen_sections: set[tuple[str, str]] = set()
     rows = []
-    for line, cos, own in zip(lines, cosines, line_stems, strict=True):
+    for n, line in enumerate(lines):
         key = (line.section.path, line.section.heading)
         first = key not in seen_sections
         seen_sections.add(key)
         rank = hit_ranks.get(line.chunk.chunk_id)
+        # The line before or after in the same section: an answer often sits next to the line that matches
+        # (a table's value under the row that names it, the command after the sentence that says why).
+        beside = [m for m in (n - 1, n + 1) if 0 <= m < len(lines) and lines[m].section is line.section]
         features = {
-            "cos_z": float((cos - cosines.mean()) / spread) if spread > 1e-6 else 0.0,
-            "cos": float(cos),
-            "lex": sum(idf[w] for w in stems if w in own) / total,
+            "cos_z": float(standard[n]),
+            "cos": float(cosines[n]),
+            "ctx_cos_z": float(in_context_standard[n]),
+            "ctx_cos": float(in_context_cosines[n]),
+            "lex": lexical[n],
+            "neighbour_cos_z": max((float(standard[m]) for m in beside), default=0.0),
+            "neighbour_lex": max((lexical[m] for m in beside), default=0.0),
             "value": 1.0 if stated_values(line.text, question) else 0.0,
             "section_p": section_probability.get(key, 0.0),
             "chosen": 1.0 if key == (chosen.path, chosen.heading) else 0.0,
@@ -133,13 +160,16 @@ class LineRanker:
     mean: np.ndarray
     scale: np.ndarray
     weights: np.ndarray
+    columns: tuple[int, ...]  # the columns of LINE_FEATURES the model was fitted on, in its order
     next_ratio: float  # a further line is shown while it is at least this share as likely as the best
+    sections: int  # how many of the likeliest sections give candidate lines
+    seeds: int  # 0: the likeliest lines (next_ratio); else this many likeliest lines, grown into passages
     source: str
 
     def probabilities(self, features: np.ndarray) -> np.ndarray:
         if len(features) == 0:
             return np.zeros(0)
-        scores = ((features - self.mean) / self.scale) @ self.weights
+        scores = ((features[:, self.columns] - self.mean) / self.scale) @ self.weights
         exp = np.exp(scores - scores.max())
         return exp / exp.sum()
 
@@ -147,14 +177,21 @@ class LineRanker:
 def load_line_ranker(path: Path = FITTED) -> LineRanker:
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
-        if tuple(data["features"]) != LINE_FEATURES:
-            raise ApplianceError(f"line ranker {path}: fitted on other features; run scripts/fit_lines.py --write")
+        unknown = [name for name in data["features"] if name not in LINE_FEATURES]
+        if unknown:
+            raise ApplianceError(
+                f"line ranker {path}: fitted on features this version does not compute ({', '.join(unknown)}); "
+                "run scripts/fit_lines.py --write"
+            )
         scale = np.asarray(data["scale"], dtype=np.float64)
         return LineRanker(
             mean=np.asarray(data["mean"], dtype=np.float64),
             scale=np.where(scale > 0, scale, 1.0),
             weights=np.asarray(data["weights"], dtype=np.float64),
+            columns=tuple(LINE_FEATURES.index(name) for name in data["features"]),
             next_ratio=float(data["next_ratio"]),
+            sections=int(data["sections"]),
+            seeds=int(data["seeds"]),
             source=str(path),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
@@ -164,6 +201,44 @@ def load_line_ranker(path: Path = FITTED) -> LineRanker:
 @lru_cache(maxsize=1)
 def default_line_ranker() -> LineRanker:
     return load_line_ranker()
+
+
+def shown_lines(
+    lines: Sequence[Line], probabilities: np.ndarray, max_words: int, next_ratio: float, seeds: int
+) -> list[Line]:
+    """What the answer shows: passages grown from the `seeds` likeliest lines, or with `seeds` 0 the likeliest
+    lines themselves (the fitted model says which, scripts/fit_lines.py)."""
+    if seeds:
+        return pick_passages(lines, probabilities, max_words, seeds)
+    return pick_lines(lines, probabilities, max_words, next_ratio)
+
+
+def pick_passages(lines: Sequence[Line], probabilities: np.ndarray, max_words: int, seeds: int) -> list[Line]:
+    """The `seeds` likeliest lines (the first whatever its length, the others while they fit `max_words`), then,
+    while one fits, the likeliest line next to a picked one in the same section, in document order. An answer
+    reads as a passage: the value under the row that names it, the command after the sentence that says why."""
+    order = np.argsort(-probabilities)
+    cost = [len(line.text.split()) for line in lines]
+    picked: set[int] = set()
+    words = 0
+    for index in (int(i) for i in order[:seeds]):
+        if picked and words + cost[index] > max_words:
+            continue
+        picked.add(index)
+        words += cost[index]
+    while True:
+        beside = {
+            m
+            for n in picked
+            for m in (n - 1, n + 1)
+            if 0 <= m < len(lines) and m not in picked and lines[m].section is lines[n].section
+        }
+        fitting = [m for m in beside if words + cost[m] <= max_words]
+        if not fitting:
+            return [lines[i] for i in sorted(picked)]
+        best = max(fitting, key=lambda m: float(probabilities[m]))
+        picked.add(best)
+        words += cost[best]
 
 
 def pick_lines(lines: Sequence[Line], probabilities: np.ndarray, max_words: int, next_ratio: float) -> list[Line]:

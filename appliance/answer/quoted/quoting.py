@@ -86,7 +86,7 @@ class QuotedAnswers:
             choice or state.choice,
             state.ranked,
             chunks_of=state.chunks_of,
-            embed_texts=self.searcher.embedder.embed,
+            embed_texts=self._labels(),  # fact lines recur as their documents do: embedded once
             max_words=settings.max_procedure_words,
             excerpt_words=settings.excerpt_words,
         )

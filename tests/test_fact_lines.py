@@ -1,0 +1,100 @@
+"""The lines that answer a fact (answer/quoted/lines.py): how the shown lines are picked from the ranker's
+probabilities, and what the fitted line ranker may read. Which lines are likeliest is the fitted model's
+(scripts/fit_lines.py); these tests pin what is done with its probabilities."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from appliance.answer.quoted.lines import (
+    LINE_FEATURES,
+    Line,
+    default_line_ranker,
+    load_line_ranker,
+    pick_lines,
+    pick_passages,
+    shown_lines,
+)
+from appliance.errors import ApplianceError
+
+
+class Part:
+    """A candidate section: the picking compares sections only by identity."""
+
+
+def lines_of(*sections: tuple[Part, list[str]]) -> list[Line]:
+    """Candidate lines in document order, section after section."""
+    lines: list[Line] = []
+    for section, texts in sections:
+        for text in texts:
+            lines.append(Line(text, "text", section, len(lines), None))  # type: ignore[arg-type]
+    return lines
+
+
+def texts(picked: list[Line]) -> list[str]:
+    return [line.text for line in picked]
+
+
+A, B = Part(), Part()
+CANDIDATES = lines_of(
+    (A, ["a0 one two", "a1 one two", "a2 one two", "a3 one two"]),
+    (B, ["b0 one two", "b1 one two", "b2 one two"]),
+)
+
+
+def test_a_passage_grows_from_the_likeliest_line_to_the_likelier_neighbour_in_its_section() -> None:
+    p = np.array([0.05, 0.1, 0.5, 0.2, 0.1, 0.03, 0.02])
+    assert texts(pick_passages(CANDIDATES, p, max_words=9, seeds=1)) == ["a1 one two", "a2 one two", "a3 one two"]
+
+
+def test_a_passage_never_crosses_into_the_next_section_even_where_that_line_is_likelier() -> None:
+    p = np.array([0.01, 0.01, 0.05, 0.5, 0.4, 0.02, 0.01])
+    picked = texts(pick_passages(CANDIDATES, p, max_words=6, seeds=1))
+    assert picked == ["a2 one two", "a3 one two"]
+
+
+def test_passages_start_at_the_seeds_likeliest_lines_and_come_back_in_document_order() -> None:
+    p = np.array([0.02, 0.02, 0.02, 0.04, 0.1, 0.7, 0.1])
+    picked = texts(pick_passages(CANDIDATES, p, max_words=9, seeds=2))
+    assert picked == ["b0 one two", "b1 one two", "b2 one two"]
+    p = np.array([0.3, 0.02, 0.02, 0.02, 0.02, 0.6, 0.02])
+    assert texts(pick_passages(CANDIDATES, p, max_words=6, seeds=2)) == ["a0 one two", "b1 one two"]
+
+
+def test_the_word_budget_holds_and_the_likeliest_line_is_shown_whatever_its_length() -> None:
+    long = lines_of((A, ["word " * 40, "short one", "short two"]))
+    p = np.array([0.8, 0.1, 0.1])
+    assert texts(pick_passages(long, p, max_words=10, seeds=1)) == ["word " * 40]
+    p = np.array([0.1, 0.8, 0.1])
+    assert texts(pick_passages(long, p, max_words=5, seeds=1)) == ["short one", "short two"]
+
+
+def test_without_seeds_the_likeliest_lines_are_shown_while_nearly_as_likely_as_the_best() -> None:
+    p = np.array([0.4, 0.02, 0.02, 0.02, 0.3, 0.02, 0.22])
+    assert texts(shown_lines(CANDIDATES, p, 100, next_ratio=0.5, seeds=0)) == texts(pick_lines(CANDIDATES, p, 100, 0.5))
+    assert sorted(texts(shown_lines(CANDIDATES, p, 100, next_ratio=0.5, seeds=0))) == [
+        "a0 one two",
+        "b0 one two",
+        "b2 one two",
+    ]
+
+
+def test_the_shipped_line_ranker_reads_signals_this_version_computes() -> None:
+    ranker = default_line_ranker()
+    assert ranker.columns and all(0 <= column < len(LINE_FEATURES) for column in ranker.columns)
+    features = np.random.default_rng(0).normal(size=(5, len(LINE_FEATURES)))
+    probabilities = ranker.probabilities(features)
+    assert probabilities.shape == (5,) and probabilities.sum() == pytest.approx(1.0)
+
+
+def test_a_line_ranker_fitted_on_a_signal_this_version_lacks_is_refused_by_name(tmp_path: Path) -> None:
+    fitted = json.loads(Path(default_line_ranker().source).read_text(encoding="utf-8"))
+    fitted["features"] = [*fitted["features"][:-1], "reader_mood"]
+    path = tmp_path / "line_ranker.json"
+    path.write_text(json.dumps(fitted), encoding="utf-8")
+    with pytest.raises(ApplianceError, match="reader_mood"):
+        load_line_ranker(path)
