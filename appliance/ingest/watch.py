@@ -72,6 +72,10 @@ class TreeWatcher:
         self._fd = self._libc.inotify_init1(IN_NONBLOCK | IN_CLOEXEC)
         if self._fd < 0:
             raise WatchError(ctypes.get_errno(), f"inotify is not available: {os.strerror(ctypes.get_errno())}")
+        # poll(), not select(): select() fails on a descriptor numbered 1024 or more, which a long-lived
+        # process holding many files (or a test run) reaches.
+        self._poller = select.poll()
+        self._poller.register(self._fd, select.POLLIN)
         self._folders: dict[int, Path] = {}
         self.unwatched: list[str] = []  # folders that could not be watched (the inotify limit, permissions)
         for root in self.roots:
@@ -107,11 +111,7 @@ class TreeWatcher:
 
     def changes(self, timeout_s: float) -> list[Path]:
         """What changed within `timeout_s` (empty when nothing did); watches follow new folders."""
-        # poll(), not select(): select() fails on a descriptor numbered 1024 or more, which a long-lived
-        # process holding many files (or a test run) reaches.
-        poller = select.poll()
-        poller.register(self._fd, select.POLLIN)
-        if not poller.poll(max(0, int(timeout_s * 1000))):
+        if not self._poller.poll(max(0, int(timeout_s * 1000))):
             return []
         changed: list[Path] = []
         for wd, mask, name in self._read():

@@ -268,13 +268,17 @@ def _starts_at(sections: Sequence[Section]) -> list[float]:
     return shares
 
 
+def standard_scores(values: np.ndarray) -> np.ndarray:
+    """Standard scores among one question's candidates (zeros when they are all alike)."""
+    spread = float(values.std())
+    return (values - values.mean()) / spread if spread > 1e-6 else np.zeros_like(values)
+
+
 def _within_question(matrix: np.ndarray) -> np.ndarray:
     """Cosines as standard scores among the question's candidates: the ranker compares candidates with each
     other, and a z-score carries no embedder's scale (another embedder's cosines sit higher or lower)."""
     for name in COSINES:
-        column = matrix[:, _COLUMN[name]]
-        spread = float(column.std())
-        matrix[:, _COLUMN[name]] = (column - column.mean()) / spread if spread > 1e-6 else 0.0
+        matrix[:, _COLUMN[name]] = standard_scores(matrix[:, _COLUMN[name]])
     return matrix
 
 

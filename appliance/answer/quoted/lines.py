@@ -25,7 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from appliance.answer.generated.abstention import stated_values
-from appliance.answer.quoted.features import question_stems
+from appliance.answer.quoted.features import question_stems, standard_scores
 from appliance.answer.quoted.sections import Section, heading_parts
 from appliance.errors import ApplianceError
 from appliance.index.records import ChunkRow
@@ -93,12 +93,6 @@ def in_context(line: Line) -> str:
     return f"{where}: {line.text}"
 
 
-def _standard(values: np.ndarray) -> np.ndarray:
-    """Standard scores among a question's candidate lines (zeros when they are all alike)."""
-    spread = float(values.std())
-    return (values - values.mean()) / spread if spread > 1e-6 else np.zeros_like(values)
-
-
 def _kind(line: Line) -> str:
     if line.kind in ("warning", "caution", "hold", "note"):
         return "warning"
@@ -119,7 +113,7 @@ def line_features(
         return np.zeros((0, len(LINE_FEATURES)), dtype=np.float32)
     embedded = embed_texts([line.text for line in lines] + [in_context(line) for line in lines])
     cosines, in_context_cosines = embedded[: len(lines)] @ vector, embedded[len(lines) :] @ vector
-    standard, in_context_standard = _standard(cosines), _standard(in_context_cosines)
+    standard, in_context_standard = standard_scores(cosines), standard_scores(in_context_cosines)
     stems = question_stems(question)
     line_stems = [set(question_stems(line.text)) for line in lines]
     idf = {w: math.log((len(lines) + 1) / (sum(w in own for own in line_stems) + 0.5)) for w in stems}
