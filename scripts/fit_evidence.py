@@ -22,6 +22,10 @@ Threshold: the shipped rule: refuse where (1 - p) · m > p, m = 2/3, so 0.4.
 Reported side by side with the shipped model (appliance/config.py's coefficients): answerable refused and
 unanswerable declined, leave one group out on training and, never fitted on, on runbooks_heldout,
 runbooks_sampled, demo_corpus, howtos_scope, procedures and procedures_llm, each as written / lower / upper case.
+MTRAG-UN (../shared/data/mtrag-un, never fitted on by the shipped model): each collection's pool of gold passages
+indexed as bench_sop.py does, each task searched with the text the default follow-up decision searches; per
+collection the shipped model, the team refit and a joint refit (the team's sets and the other collection, this one
+left out), refused / declined and the AUC (how well each ranks the two kinds, whatever the threshold).
 Searches only (indexes as bench_sop.py, .appliance/bench-sop); signals cached (--cache; --fresh after a change).
 Usage: python scripts/fit_evidence.py [--json scripts/results/fit_evidence.json]
 """
@@ -125,17 +129,7 @@ def collect(items: list[dict[str, Any]], home: Path, models_dir: Path, cache: Pa
                         "group": item.get("group", item["set"]),
                         "variant": variant,
                         "answerable": answerable,
-                        "signals": {
-                            **evidence.signals.features(),
-                            "unknown_specific": max(
-                                (
-                                    english_rarity(term.typed.lower())
-                                    for term in evidence.signals.unknown
-                                    if term.why in SUBJECT_READINGS
-                                ),
-                                default=0.0,
-                            ),
-                        },
+                        "signals": {**evidence.signals.features(), "unknown_specific": unknown_specific(evidence)},
                     }
                     done[key] = entry
                     out.write(json.dumps(entry) + "\n")
@@ -145,6 +139,69 @@ def collect(items: list[dict[str, Any]], home: Path, models_dir: Path, cache: Pa
         for searcher in searchers.values():
             searcher.close()
     return done
+
+
+MTRAG_TASKS = REPO.parent / "shared" / "data" / "mtrag-un" / "tasks.jsonl"
+MTRAG_GROUPS = ("mtrag-ibmcloud", "mtrag-clapnq")
+
+
+def collect_mtrag(home: Path, models_dir: Path, cache: Path, done: dict[str, dict[str, Any]]) -> None:
+    """The evidence signals of MTRAG-UN's tasks (each collection's pool of gold passages indexed as its
+    documents, as bench_sop.py does), each searched with the text the default follow-up decision searches (the
+    last turn, or the earlier question joined to it). Every human label is kept; only ANSWERABLE and UNANSWERABLE
+    are fitted on or scored (a PARTIAL answer and an UNDERSPECIFIED question are neither)."""
+    from appliance.answer.followup_model import SearchReader, fitted_model
+    from appliance.ingest.pipeline import ingest
+    from appliance.retrieve.search import Searcher
+    from scripts.lib.mtrag import load_tasks, make_rewrites, write_passages
+
+    with cache.open("a", encoding="utf-8") as out:
+        for group in MTRAG_GROUPS:
+            collection = group.removeprefix("mtrag-")
+            tasks, passages = load_tasks(MTRAG_TASKS, collection)
+            if all(f"mtrag/{collection}/{t.task_id}/as written" in done for t in tasks):
+                continue
+            settings = settings_for(group, home, models_dir)
+            folder = home / f"{group}-passages" / collection
+            write_passages(passages, folder)
+            ingest(settings, [folder])
+            searcher = Searcher(settings)
+            try:
+                rewrites = make_rewrites(
+                    tasks,
+                    max_turns=settings.followup.max_turns,
+                    system="",
+                    known=searcher.index.catalog.knows_word,
+                    reader=SearchReader(searcher),
+                    decision=fitted_model(),
+                )
+                for task in tasks:
+                    key = f"mtrag/{collection}/{task.task_id}/as written"
+                    if key in done:
+                        continue
+                    evidence = searcher.search(rewrites.queries[task.task_id]["rule"]).evidence
+                    assert evidence.signals is not None
+                    entry = {
+                        "key": key,
+                        "set": "mtrag",
+                        "group": group,
+                        "variant": "as written",
+                        "label": task.answerability,
+                        "answerable": task.answerability != "UNANSWERABLE",
+                        "signals": {**evidence.signals.features(), "unknown_specific": unknown_specific(evidence)},
+                    }
+                    done[key] = entry
+                    out.write(json.dumps(entry) + "\n")
+            finally:
+                searcher.close()
+
+
+def unknown_specific(evidence: Any) -> float:
+    """How specific in everyday English the most specific unknown word read as a subject of its own is."""
+    return max(
+        (english_rarity(term.typed.lower()) for term in evidence.signals.unknown if term.why in SUBJECT_READINGS),
+        default=0.0,
+    )
 
 
 def matrix(entries: Sequence[dict[str, Any]], features: Sequence[str]) -> np.ndarray:
@@ -225,6 +282,40 @@ def print_table(title: str, rows: dict[str, dict[str, dict[str, dict[str, str]]]
             print(f"{name:16} {variant:11} {a:>24} {u:>24}")
 
 
+def auc(entries: Sequence[dict[str, Any]], scores: Sequence[float]) -> float:
+    """The chance that an answerable question scores above an unanswerable one (ties count half)."""
+    yes = [s for e, s in zip(entries, scores, strict=True) if e["answerable"]]
+    no = [s for e, s in zip(entries, scores, strict=True) if not e["answerable"]]
+    pairs = sum(1.0 if a > b else 0.5 if a == b else 0.0 for a in yes for b in no)
+    return pairs / (len(yes) * len(no)) if yes and no else float("nan")
+
+
+def mtrag_report(
+    train: Sequence[dict[str, Any]],
+    mtrag: Sequence[dict[str, Any]],
+    l2: float,
+    threshold: float,
+    shipped: dict[str, float],
+) -> dict[str, dict[str, str]]:
+    """Per MTRAG-UN collection: the shipped model, the refit on the team's sets (never fitted on MTRAG-UN), and a
+    joint refit on the team's sets and the other collection (this one left out): refused / declined at the
+    threshold, and how well each ranks the two kinds (AUC) whatever the threshold."""
+    scored = [e for e in mtrag if e["label"] in ("ANSWERABLE", "UNANSWERABLE")]
+    team = fit(train, FEATURES, l2)
+    table: dict[str, dict[str, str]] = {}
+    for group in MTRAG_GROUPS:
+        mine = [e for e in scored if e["group"] == group]
+        joint = fit([*train, *(e for e in scored if e["group"] != group)], FEATURES, l2)
+        table[group] = {}
+        for name, coefficients in (("shipped", shipped), ("team refit", team), ("joint refit", joint)):
+            scores = [probability(coefficients, e) for e in mine]
+            figures = rates(mine, scores, threshold)
+            table[group][name] = (
+                f"{figures['answerable_refused']} / {figures['unanswerable_declined']}, AUC {auc(mine, scores):.3f}"
+            )
+    return table
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_cached_run_arguments(parser, REPO, CACHE, RESULTS, fresh_when="signals changed")
@@ -233,6 +324,7 @@ def main() -> int:
     training = training_items()
     measured = [i for i in measured_items() if i["set"] in MEASURED]
     done = collect([*training, *measured], args.home, args.models_dir, args.cache)
+    collect_mtrag(args.home, args.models_dir, args.cache, done)
     train = [e for e in done.values() if e["set"] in TRAINING_SETS]
     threshold = cost_threshold(ANSWERED_ANYWAY)
     shipped = dict(DEFAULT_EVIDENCE_COEFFICIENTS)
@@ -265,6 +357,7 @@ def main() -> int:
         entries = [e for e in done.values() if e["set"] == name]
         refit = [probability(coefficients, e) for e in entries]
         report["measured"][name] = side_by_side(entries, refit, threshold, shipped)
+    report["mtrag"] = mtrag_report(train, [e for e in done.values() if e["set"] == "mtrag"], l2, threshold, shipped)
 
     print(f"L2 {l2} (leave one group out log-loss {report['leave_one_group_out_log_loss']}), threshold {threshold:.2f}")
     print("coefficients:", json.dumps(report["coefficients"]))
@@ -274,6 +367,9 @@ def main() -> int:
         report["training_leave_one_group_out"],
     )
     print_table("Measured, never fitted on (shipped → refit):", report["measured"])
+    print("\nMTRAG-UN (ANSWERABLE and UNANSWERABLE tasks): refused / declined, and AUC")
+    for group, row in report["mtrag"].items():
+        print(f"{group:16} " + "   ".join(f"{name}: {cell}" for name, cell in row.items()))
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     return 0
