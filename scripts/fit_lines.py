@@ -40,7 +40,7 @@ from scripts.bench_sop import REPO, RUNBOOKS, flat, settings_for
 from scripts.choice_features import corpus_of, load_set
 
 GROUPS = ("docs_corpus", "openshift", "gitlab", "ir-prometheus")
-SECTION_COUNTS = (3, 5)  # how many of the likeliest non-overlapping sections give candidate lines
+SECTION_COUNTS = (3, 5, 8)  # how many of the likeliest non-overlapping sections give candidate lines
 L2 = (0.1, 0.3, 1.0)
 NEXT_RATIOS = (0.1, 0.2, 0.3, 0.5, 0.7)
 SEEDS = (1, 2, 3)
