@@ -462,12 +462,15 @@ def main() -> int:
     others = [q for q in questions if q not in train]
     predicted = {**held_out, **{key(q): prediction(q, reading, ranker, best[2]) for q in others}}
     answerability = fit_answerability(train, others, predicted)
+    # Measured, not used by the appliance (it refused more answerable questions than the evidence decision
+    # alone): its figures and coefficients stay in the results, not among the fitted models.
     report["answerability"] = answerability["report"]
+    report["answerability_models"] = answerability["models"]
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(report, indent=1))
     print(json.dumps({k: v for k, v in report.items() if k != "weights"}, indent=1))
     if args.write:
-        write_models(reading, ranker, best, len(train), calibration, answerability["models"])
+        write_models(reading, ranker, best, len(train), calibration)
     return 0
 
 
@@ -594,9 +597,7 @@ def _refusals(rows: Sequence[tuple[dict[str, Any], float]]) -> dict[str, Any]:
     }
 
 
-def write_models(
-    reading: Reading, ranker: Ranker, best: Any, n: int, calibration: dict[str, Any], answerability: dict[str, Any]
-) -> None:
+def write_models(reading: Reading, ranker: Ranker, best: Any, n: int, calibration: dict[str, Any]) -> None:
     FITTED.mkdir(parents=True, exist_ok=True)
     question_model = {
         "inputs": "the grammar's reading one-hot (" + ", ".join(GRAMMAR_KINDS) + "), then the vocabulary's n-grams",
@@ -622,14 +623,7 @@ def write_models(
         "shown_whole_words": SHOWN_WHOLE_WORDS,
     }
     (FITTED / "section_ranker.json").write_text(json.dumps(ranker_model, indent=1) + "\n")
-    answerable_model = {
-        "embedder": EMBEDDER,
-        **answerability,
-        "fitted_by": "scripts/fit_choice.py",
-        "training_set": "scripts/qa/choice_train.jsonl and scripts/qa/runbooks_tune.jsonl",
-    }
-    (FITTED / "answerability.json").write_text(json.dumps(answerable_model, indent=1) + "\n")
-    print(f"wrote {FITTED}/question_reading.json, section_ranker.json, answerability.json", file=sys.stderr)
+    print(f"wrote {FITTED}/question_reading.json, section_ranker.json", file=sys.stderr)
 
 
 if __name__ == "__main__":
