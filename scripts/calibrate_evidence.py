@@ -15,8 +15,9 @@
    (--max-false-refusal) and the top-cosine-only baseline at its budget threshold.
 6. Do 3-5 again without the dense similarity ("scale_free"): the model that decides when another
    embedder than the one calibrated for is configured (appliance/models/calibration.py).
-The printed coefficients and thresholds are what appliance/config.py ships as defaults, for the
-embedder the run used (evidence.calibrated_for names it).
+The printed coefficients are what appliance/config.py ships as defaults, for the embedder the run used
+(evidence.calibrated_for names it). The printed threshold is the generated design's (m = 2/3); the quoted default's
+threshold comes from scripts/quoted_threshold.py, which measures m for it.
 
 Usage: python scripts/calibrate_evidence.py [--home DIR] [--json]
 """
