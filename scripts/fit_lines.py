@@ -33,7 +33,14 @@ import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.question import read_question
 from appliance.answer.quoted.choice import choose_section, overlaps
 from appliance.answer.quoted.label_vectors import LabelVectors
-from appliance.answer.quoted.lines import LINE_FEATURES, Line, line_features, section_lines, shown_lines
+from appliance.answer.quoted.lines import (
+    ALONE_COSINES,
+    LINE_FEATURES,
+    Line,
+    line_features,
+    section_lines,
+    shown_lines,
+)
 from appliance.ingest.pipeline import ingest
 from appliance.retrieve.search import Searcher
 from scripts.bench_sop import REPO, RUNBOOKS, flat, settings_for
@@ -48,13 +55,16 @@ SEEDS = (1, 2, 3)
 # best; (_, seeds) passages grown from the `seeds` likeliest lines (lines.py shown_lines).
 DECODINGS = tuple((ratio, 0) for ratio in NEXT_RATIOS) + tuple((0.0, seeds) for seeds in SEEDS)
 BUDGETS = (100, 150)
-# The signals a model may use: the 15 of the ranker shipped before stop 49, or those and four more (the line's
-# cosine read under its headings, the best cosine and coverage of the line beside it).
+# The signals a model may use, fewer first: the 15 of the ranker shipped before stop 49; the 19 without the line's
+# cosines read alone (16); the 15 and four more (the line's cosine read under its headings, the best cosine and
+# coverage of the line beside it).
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
     "15 signals": (
         *("cos_z", "cos", "lex", "value", "section_p", "chosen", "hit_rr", "log_words", "first_in_section"),
         *(f"kind_{kind}" for kind in ("table", "step", "item", "text", "code", "warning")),
     ),
+    # The 19 without the three that read the line alone: half the embeddings (lines.py ALONE_COSINES).
+    "16 signals": tuple(name for name in LINE_FEATURES if name not in ALONE_COSINES),
     "19 signals": LINE_FEATURES,
 }
 # The line ranker shipped before stop 49 (fitted by this script then), measured beside the new fit on the same dump.

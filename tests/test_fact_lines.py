@@ -5,15 +5,20 @@ probabilities, and what the fitted line ranker may read. Which lines are likelie
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
 
 from appliance.answer.quoted.lines import (
+    ALONE_COSINES,
     LINE_FEATURES,
     Line,
     default_line_ranker,
+    in_context,
+    line_features,
     load_line_ranker,
     pick_lines,
     pick_passages,
@@ -98,3 +103,46 @@ def test_a_line_ranker_fitted_on_a_signal_this_version_lacks_is_refused_by_name(
     path.write_text(json.dumps(fitted), encoding="utf-8")
     with pytest.raises(ApplianceError, match="reader_mood"):
         load_line_ranker(path)
+
+
+def _retention_lines() -> list[Line]:
+    section = SimpleNamespace(path="sop.md", heading="Retention", title="SOP", name="Retention")
+    chunk = SimpleNamespace(chunk_id="c1", section="Retention › Audit logs")
+    return [
+        Line("Kept for 90 days.", "text", section, 0, chunk),  # type: ignore[arg-type]
+        Line("Then archived to tape.", "text", section, 1, chunk),  # type: ignore[arg-type]
+    ]
+
+
+def _features(needed: Sequence[str]) -> tuple[np.ndarray, list[str]]:
+    embedded: list[str] = []
+
+    def embed(batch: Sequence[str]) -> np.ndarray:
+        embedded.extend(batch)
+        rows = np.random.default_rng(len(embedded)).normal(size=(len(batch), 4))
+        return rows / np.linalg.norm(rows, axis=1, keepdims=True)
+
+    lines = _retention_lines()
+    vector = np.ones(4) / 2.0
+    features = line_features("how long are audit logs kept", vector, lines, {}, lines[0].section, {}, embed, needed)
+    return features, embedded
+
+
+def test_a_model_that_reads_lines_under_their_headings_only_embeds_each_line_once() -> None:
+    needed = [name for name in LINE_FEATURES if name not in ALONE_COSINES]
+    features, embedded = _features(needed)
+    assert embedded == [in_context(line) for line in _retention_lines()]
+    alone = [LINE_FEATURES.index(name) for name in ALONE_COSINES]
+    assert not features[:, alone].any()
+    assert features[:, LINE_FEATURES.index("ctx_cos")].any()
+
+
+def test_a_model_that_reads_the_line_alone_gets_its_cosines() -> None:
+    features, embedded = _features(LINE_FEATURES)
+    assert len(embedded) == 4 and "Kept for 90 days." in embedded
+    assert features[:, LINE_FEATURES.index("cos")].any()
+
+
+def test_the_shipped_line_ranker_says_which_signals_it_reads() -> None:
+    ranker = default_line_ranker()
+    assert ranker.features == tuple(LINE_FEATURES[column] for column in ranker.columns)

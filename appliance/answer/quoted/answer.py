@@ -224,7 +224,9 @@ def _excerpt(
         for r in ranked
     }
     hit_ranks = {chunk.chunk_id: rank for rank, (chunk, _) in enumerate(hits, start=1)}
-    features = line_features(question.searched, question.vector, lines, region, choice.section, hit_ranks, embed_texts)
+    features = line_features(
+        question.searched, question.vector, lines, region, choice.section, hit_ranks, embed_texts, model.features
+    )
     picked = shown_lines(lines, model.probabilities(features), excerpt_words, model.next_ratio, model.seeds)
     shown = [s for s in sections if any(line.section is s for line in picked)]
     steps: list[Step] = []

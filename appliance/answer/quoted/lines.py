@@ -8,16 +8,17 @@ the same read under the last two parts of its heading path, how much of the ques
 words' rarity among the lines), the best cosine and coverage of the line before or after it, whether it states a
 value of the kind asked (answer/generated/abstention.py's reading of values), its section's probability, whether
 a retrieved chunk holds it and how high, its layout kind and length, where it stands in its section. A softmax
-over the lines gives each its probability. The fitted model says which of these signals it reads, how many
-sections give lines, and how the shown lines are picked: the likeliest lines, or passages grown from the
-likeliest few (shown_lines), within the word budget, in document order with their section headings.
+over the lines gives each its probability. The fitted model says which of these signals it reads (one it does
+not read is not computed: the line read alone costs an embedding per line), how many sections give lines, and how
+the shown lines are picked: the likeliest lines, or passages grown from the likeliest few (shown_lines), within
+the word budget, in document order with their section headings.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -35,6 +36,8 @@ from appliance.text.sentences import split_sentences
 EmbedTexts = Callable[[Sequence[str]], np.ndarray]
 LONG_PARAGRAPH_WORDS = 40  # a paragraph longer than this is offered sentence by sentence
 KINDS = ("table", "step", "item", "text", "code", "warning")
+# The signals that read the line alone (its own embedding); the others read it under its headings.
+ALONE_COSINES = frozenset({"cos_z", "cos", "neighbour_cos_z"})
 LINE_FEATURES = (
     "cos_z",
     "cos",
@@ -107,12 +110,17 @@ def line_features(
     chosen: Section,
     hit_ranks: Mapping[str, int],
     embed_texts: EmbedTexts,
+    needed: Collection[str] = LINE_FEATURES,
 ) -> np.ndarray:
-    """One row per line, one column per name of LINE_FEATURES."""
+    """One row per line, one column per name of LINE_FEATURES. The line's cosine read alone costs one embedding
+    per line: it is computed only where `needed` (the fitted model's signals) holds it, else its columns are 0."""
     if not lines:
         return np.zeros((0, len(LINE_FEATURES)), dtype=np.float32)
-    embedded = embed_texts([line.text for line in lines] + [in_context(line) for line in lines])
-    cosines, in_context_cosines = embedded[: len(lines)] @ vector, embedded[len(lines) :] @ vector
+    read_alone = bool(ALONE_COSINES & set(needed))
+    texts = [in_context(line) for line in lines] + ([line.text for line in lines] if read_alone else [])
+    embedded = embed_texts(texts)
+    in_context_cosines = embedded[: len(lines)] @ vector
+    cosines = embedded[len(lines) :] @ vector if read_alone else np.zeros(len(lines), dtype=np.float32)
     standard, in_context_standard = standard_scores(cosines), standard_scores(in_context_cosines)
     stems = question_stems(question)
     line_stems = [set(question_stems(line.text)) for line in lines]
@@ -159,6 +167,11 @@ class LineRanker:
     sections: int  # how many of the likeliest sections give candidate lines
     seeds: int  # 0: the likeliest lines (next_ratio); else this many likeliest lines, grown into passages
     source: str
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        """The signals the model reads, by name (what line_features must compute)."""
+        return tuple(LINE_FEATURES[column] for column in self.columns)
 
     def probabilities(self, features: np.ndarray) -> np.ndarray:
         if len(features) == 0:
