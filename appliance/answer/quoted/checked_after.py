@@ -84,12 +84,26 @@ def checked_after(
         return
     if judged.chosen.section is choice.chosen.section:
         kept = JudgeCheck("after", kept=True, ms=ms, odds=odds)
-        yield AnswerEvent("done", result=_checked(result, held, kept, started))
+        yield AnswerEvent("done", result=_checked(_as_shown(held, result), held, kept, started))
         return
     first = first_shown()
     yield AnswerEvent("revised", evidence=evidence, answer_kind=steps.answer_kind, steps=steps.steps, first_shown=first)
     replaced = JudgeCheck("after", kept=False, ms=ms, first_shown=first, odds=odds)
     yield AnswerEvent("done", result=_checked(result, held, replaced, started))
+
+
+def _as_shown(shown: AnswerResult, judged: AnswerResult) -> AnswerResult:
+    """The answer already shown, with what the judge's probabilities change: the ✓ and the close call, the
+    alternatives, the choice's probability and the words the note names under a ✓ withheld. The shown text stays:
+    the judged probabilities also move which lines a fact's excerpt or which part of a procedure is likeliest,
+    and a kept pick must not change what the operator has read."""
+    return replace(
+        shown,
+        confidence=judged.confidence,
+        alternatives=judged.alternatives,
+        choice_probability=judged.choice_probability,
+        unmatched_warning_terms=judged.unmatched_warning_terms,
+    )
 
 
 def _checked(result: AnswerResult, shown: AnswerResult, check: JudgeCheck, started: float) -> AnswerResult:
