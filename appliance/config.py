@@ -224,8 +224,8 @@ class EvidenceSettings(Section):
         le=1.0,
         description="Answer only when the evidence model's probability reaches this. Refusing an answerable "
         "question costs as much as answering an unanswerable one, and one let through is answered anyway a share m "
-        "of the time, so refuse below m/(1+m). The quoted default answers m = 0.83-0.98 of them (only a value "
-        "question with no line stating a value is refused later): 0.45-0.5; of 0.4 (the generated design's m = "
+        "of the time, so refuse below m/(1+m). The quoted default answers m = 0.84-0.98 of them (only a value "
+        "question with no line stating a value is refused later): 0.46-0.5; of 0.4 (the generated design's m = "
         "2/3), 0.45 and 0.5, 0.45 makes the fewest errors on the training sets (scripts/quoted_threshold.py).",
     )
     coefficients: dict[str, float] = Field(

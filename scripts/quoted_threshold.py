@@ -47,12 +47,12 @@ THRESHOLDS = (0.4, 0.45, 0.5)
 
 
 def answered_anyway(home: Path, models_dir: Path) -> list[dict[str, Any]]:
-    """Each unanswerable training question: its evidence probability, and whether the quoted default answers it
-    when the evidence decision lets everything through."""
+    """Each unanswerable training question: its evidence probability (which no threshold changes), and whether
+    the quoted default answers it when the evidence decision lets everything through."""
     from appliance.answer.answerer import Answerer
 
     items = [i for i in training_items() if not i.get("answerable", True) and i["set"] in ("choice_train", "tune")]
-    answerers: dict[str, tuple[Answerer, Answerer]] = {}
+    answerers: dict[str, Answerer] = {}
     rows = []
     try:
         for item in items:
@@ -60,35 +60,36 @@ def answered_anyway(home: Path, models_dir: Path) -> list[dict[str, Any]]:
             if corpus not in answerers:
                 settings = settings_for(corpus, home, models_dir)
                 open_door = settings.evidence.model_copy(update={"threshold": 0.0, "scale_free_threshold": 0.0})
-                answerers[corpus] = (Answerer(settings), Answerer(settings.model_copy(update={"evidence": open_door})))
-            normal, forced = answerers[corpus]
-            p = normal.searcher.search(item["question"]).evidence.probability
-            result = forced.ask(item["question"])
+                answerers[corpus] = Answerer(settings.model_copy(update={"evidence": open_door}))
+            answerer = answerers[corpus]
+            result = answerer.ask(item["question"])
             rows.append(
                 {
                     "id": f"{item['set']}/{item['id']}",
-                    "probability": round(p, 4),
+                    "probability": round(answerer.searcher.search(item["question"]).evidence.probability, 4),
                     "answered": not result.refused,
                     "refusal_reason": (result.refusal_reason or "")[:80],
                 }
             )
     finally:
-        for pair in answerers.values():
-            for answerer in pair:
-                answerer.close()
+        for answerer in answerers.values():
+            answerer.close()
     return rows
 
 
 def by_threshold(cache: Path, shipped: dict[str, float]) -> dict[str, Any]:
-    """Per training group and threshold: answerable refused and unanswerable declined (`shipped` coefficients)."""
+    """Per training group and threshold: answerable refused and unanswerable declined (`shipped` coefficients),
+    each with its total."""
     entries = [e for e in cached_entries(cache).values() if e["set"] in TRAINING_SETS and "control" not in e["variant"]]
     table: dict[str, Any] = {}
     for group in GROUPS:
         mine = [(e["answerable"], probability(shipped, e)) for e in entries if e["group"] == group]
         table[group] = {
             str(t): {
-                "answerable_refused": f"{sum(a and p < t for a, p in mine)}/{sum(a for a, _ in mine)}",
-                "unanswerable_declined": f"{sum((not a) and p < t for a, p in mine)}/{sum(not a for a, _ in mine)}",
+                "answerable": sum(a for a, _ in mine),
+                "answerable_refused": sum(a and p < t for a, p in mine),
+                "unanswerable": sum(not a for a, _ in mine),
+                "unanswerable_declined": sum((not a) and p < t for a, p in mine),
             }
             for t in THRESHOLDS
         }
@@ -97,20 +98,13 @@ def by_threshold(cache: Path, shipped: dict[str, float]) -> dict[str, Any]:
 
 def errors_by_threshold(table: dict[str, Any]) -> dict[str, int]:
     """Both errors counted alike over every group: answerable refused plus unanswerable answered."""
-
-    def count(share: str) -> tuple[int, int]:
-        n, total = share.split("/")
-        return int(n), int(total)
-
-    errors: dict[str, int] = {}
-    for t in map(str, THRESHOLDS):
-        refused = sum(count(cells[t]["answerable_refused"])[0] for cells in table.values())
-        let_through = sum(
-            count(cells[t]["unanswerable_declined"])[1] - count(cells[t]["unanswerable_declined"])[0]
-            for cells in table.values()
+    return {
+        str(t): sum(
+            c[str(t)]["answerable_refused"] + c[str(t)]["unanswerable"] - c[str(t)]["unanswerable_declined"]
+            for c in table.values()
         )
-        errors[t] = refused + let_through
-    return errors
+        for t in THRESHOLDS
+    }
 
 
 def main() -> int:
@@ -150,7 +144,8 @@ def main() -> int:
     print("\nshipped model, training groups (as written, lower and upper case): answerable refused / declined")
     for group, cells in report["by_threshold"].items():
         print(f"  {group:14} " + "   ".join(
-            f"{t}: {c['answerable_refused']} / {c['unanswerable_declined']}" for t, c in cells.items()
+            f"{t}: {c['answerable_refused']}/{c['answerable']} / {c['unanswerable_declined']}/{c['unanswerable']}"
+            for t, c in cells.items()
         ))  # fmt: skip
     print("errors (answerable refused + unanswerable let through, every group):", report["errors_by_threshold"])
     print("fewest at", report["fewest_errors"], "; the scale-free model:", report["scale_free_errors_by_threshold"],
