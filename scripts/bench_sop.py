@@ -276,17 +276,24 @@ def gold_section_words(answerer: Answerer, item: dict[str, Any]) -> int | None:
 MTRAG_TASKS = REPO.parent / "shared" / "data" / "mtrag-un" / "tasks.jsonl"
 
 
-def run_mtrag(home: Path, models_dir: Path) -> dict[str, Any]:
-    """The quoted decision on MTRAG-UN: refusals per answerability label (see the module docstring)."""
+def mtrag_indexed(collection: str, home: Path, models_dir: Path) -> tuple[Settings, list[Any]]:
+    """An MTRAG-UN collection's tasks, and the settings of its index under `home`: the pool of the collection's
+    gold passages, written as files and ingested (reused when unchanged)."""
     from scripts.lib.mtrag import load_tasks, write_passages
 
+    tasks, passages = load_tasks(MTRAG_TASKS, collection)
+    settings = settings_for(f"mtrag-{collection}", home, models_dir)
+    folder = home / f"mtrag-{collection}-passages" / collection
+    write_passages(passages, folder)
+    ingest(settings, [folder])
+    return settings, tasks
+
+
+def run_mtrag(home: Path, models_dir: Path) -> dict[str, Any]:
+    """The quoted decision on MTRAG-UN: refusals per answerability label (see the module docstring)."""
     report: dict[str, Any] = {}
     for collection in ("ibmcloud", "clapnq"):
-        tasks, passages = load_tasks(MTRAG_TASKS, collection)
-        settings = settings_for(f"mtrag-{collection}", home, models_dir)
-        folder = home / f"mtrag-{collection}-passages" / collection
-        write_passages(passages, folder)
-        ingest(settings, [folder])
+        settings, tasks = mtrag_indexed(collection, home, models_dir)
         answerer = Answerer(settings)
         rows = []
         for task in tasks:

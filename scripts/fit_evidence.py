@@ -50,7 +50,7 @@ sys.path.insert(0, str(REPO))
 import appliance  # noqa: E402, F401  (offline environment first)
 from appliance.config import DEFAULT_EVIDENCE_COEFFICIENTS  # noqa: E402
 from appliance.text.english import english_rarity  # noqa: E402
-from scripts.bench_sop import corpus_roots, settings_for  # noqa: E402
+from scripts.bench_sop import MTRAG_TASKS, corpus_roots, mtrag_indexed, settings_for  # noqa: E402
 from scripts.calibrate_evidence import cost_threshold, fit_logistic  # noqa: E402
 from scripts.fit_unmatched_note import corpus, measured_items, training_items  # noqa: E402
 from scripts.lib.perturb import invented_name_controls  # noqa: E402
@@ -142,7 +142,6 @@ def collect(items: list[dict[str, Any]], home: Path, models_dir: Path, cache: Pa
     return done
 
 
-MTRAG_TASKS = REPO.parent / "shared" / "data" / "mtrag-un" / "tasks.jsonl"
 MTRAG_GROUPS = ("mtrag-ibmcloud", "mtrag-clapnq")
 
 
@@ -152,20 +151,16 @@ def collect_mtrag(home: Path, models_dir: Path, cache: Path, done: dict[str, dic
     last turn, or the earlier question joined to it). Every human label is kept; only ANSWERABLE and UNANSWERABLE
     are fitted on or scored (a PARTIAL answer and an UNDERSPECIFIED question are neither)."""
     from appliance.answer.followup_model import SearchReader, fitted_model
-    from appliance.ingest.pipeline import ingest
     from appliance.retrieve.search import Searcher
-    from scripts.lib.mtrag import load_tasks, make_rewrites, write_passages
+    from scripts.lib.mtrag import load_tasks, make_rewrites
 
     with cache.open("a", encoding="utf-8") as out:
         for group in MTRAG_GROUPS:
             collection = group.removeprefix("mtrag-")
-            tasks, passages = load_tasks(MTRAG_TASKS, collection)
+            tasks, _ = load_tasks(MTRAG_TASKS, collection)
             if all(f"mtrag/{collection}/{t.task_id}/as written" in done for t in tasks):
                 continue
-            settings = settings_for(group, home, models_dir)
-            folder = home / f"{group}-passages" / collection
-            write_passages(passages, folder)
-            ingest(settings, [folder])
+            settings, tasks = mtrag_indexed(collection, home, models_dir)
             searcher = Searcher(settings)
             try:
                 rewrites = make_rewrites(
