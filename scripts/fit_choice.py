@@ -35,9 +35,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing
+import os
 import pickle
 import sys
 from collections.abc import Sequence
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -64,6 +67,11 @@ COMPLETE = 0.9
 # words are many and corpus-bound (a strong penalty on them was better out of fold on every grid tried).
 RANKER_L2 = tuple((base, words) for base in (0.1, 1.0, 10.0) for words in (1.0, 100.0))
 READING_C = (0.3,)
+# A small hidden layer added to the linear scores (units, L2 per training question): (0, 0) is the linear model
+# alone. Chosen out of fold after the penalties and before the shown mass; each setting's networks are fitted
+# from these seeds and averaged (one seed's pick of folds moved complete + right by up to 0.05).
+HIDDEN_LAYERS: tuple[tuple[int, float], ...] = ((0, 0.0), (4, 0.05), (4, 0.1), (4, 0.2), (8, 0.1), (8, 0.2))
+HIDDEN_SEEDS = (0, 1, 2)
 # The probability a procedure's shown section must hold (None: the likeliest section alone), chosen out of fold.
 SHOWN_MASSES: tuple[float | None, ...] = (None, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
 
@@ -144,24 +152,54 @@ def heading_vocabulary(questions: Sequence[dict[str, Any]]) -> tuple[str, ...]:
     return tuple(sorted(w for w in sections if len(sections[w]) >= MIN_HEADING_SECTIONS))
 
 
+Hidden = tuple[np.ndarray, np.ndarray, np.ndarray]  # a hidden layer: input weights, biases, output weights
+
+
 class Ranker:
-    def __init__(self, mean: np.ndarray, scale: np.ndarray, weights: np.ndarray, vocabulary: tuple[str, ...]) -> None:
+    def __init__(
+        self,
+        mean: np.ndarray,
+        scale: np.ndarray,
+        weights: np.ndarray,
+        vocabulary: tuple[str, ...],
+        hidden: Hidden | None = None,
+    ) -> None:
         self.mean, self.scale, self.weights, self.vocabulary = mean, scale, weights, vocabulary
+        self.hidden = hidden
 
     def design(self, question: dict[str, Any], reading: tuple[float, float]) -> np.ndarray:
         return design(question, reading, self.vocabulary)
 
     def scores(self, x: np.ndarray) -> np.ndarray:
-        return ((x - self.mean) / self.scale) @ self.weights
+        standardized = (x - self.mean) / self.scale
+        return np.asarray(standardized @ self.weights + hidden_scores(standardized, self.hidden))
 
     def as_json(self) -> dict[str, Any]:
-        return {
+        model: dict[str, Any] = {
             "features": list(model_features(self.vocabulary)),
             "vocabulary": list(self.vocabulary),
             "mean": [round(float(v), 6) for v in self.mean],
             "scale": [round(float(v), 6) for v in self.scale],
             "weights": [round(float(v), 6) for v in self.weights],
         }
+        if self.hidden is not None:
+            inputs, bias, output = self.hidden
+            model["hidden"] = {
+                "inputs": "the first len(FEATURES) standardized columns (features.FEATURES)",
+                "weights": [[round(float(v), 6) for v in row] for row in inputs],
+                "bias": [round(float(v), 6) for v in bias],
+                "output": [round(float(v), 6) for v in output],
+            }
+        return model
+
+
+def hidden_scores(standardized: np.ndarray, hidden: Hidden | None) -> np.ndarray | float:
+    """What the hidden layer adds to the linear scores: tanh units over the base features as crossed with the
+    question's reading (the first len(FEATURES) columns; the heading words stay linear)."""
+    if hidden is None:
+        return 0.0
+    inputs, bias, output = hidden
+    return np.asarray(np.tanh(standardized[:, : len(FEATURES)] @ inputs + bias) @ output)
 
 
 def design(question: dict[str, Any], reading: tuple[float, float], vocabulary: tuple[str, ...]) -> np.ndarray:
@@ -169,7 +207,12 @@ def design(question: dict[str, Any], reading: tuple[float, float], vocabulary: t
     return with_question(question["features"], reading[0], reading[1], names, vocabulary)
 
 
-def fit_ranker(questions: Sequence[dict[str, Any]], reading: Reading, l2: tuple[float, float]) -> Ranker:
+def fit_ranker(
+    questions: Sequence[dict[str, Any]],
+    reading: Reading,
+    l2: tuple[float, float],
+    hidden: tuple[int, float] = (0, 0.0),
+) -> Ranker:
     vocabulary = heading_vocabulary(questions)
     examples = []
     for q in questions:
@@ -197,7 +240,62 @@ def fit_ranker(questions: Sequence[dict[str, Any]], reading: Reading, l2: tuple[
         return total, gradient
 
     result = minimize(loss, np.zeros(stacked.shape[1]), jac=True, method="L-BFGS-B", options={"maxiter": 500})
-    return Ranker(mean, scale, result.x, vocabulary)
+    linear = Ranker(mean, scale, result.x, vocabulary)
+    if hidden[0] == 0:
+        return linear
+    # Each seed's network starts from the linear fit; their scores are averaged, which is one network with all
+    # their units (output weights divided by the number of seeds) and the mean of their linear weights.
+    fits = [fit_hidden(standardized, penalty, result.x, hidden, seed) for seed in HIDDEN_SEEDS]
+    k = len(fits)
+    weights = sum(w for w, _ in fits) / k
+    inputs = np.concatenate([h[0] for _, h in fits], axis=1)
+    bias = np.concatenate([h[1] for _, h in fits])
+    output = np.concatenate([h[2] for _, h in fits]) / k
+    return Ranker(mean, scale, weights, vocabulary, (inputs, bias, output))
+
+
+def fit_hidden(
+    standardized: Sequence[tuple[np.ndarray, np.ndarray]],
+    linear_penalty: np.ndarray,
+    linear_weights: np.ndarray,
+    hidden: tuple[int, float],
+    seed: int,
+) -> tuple[np.ndarray, Hidden]:
+    """The linear weights and one hidden layer fitted together by the same listwise loss; the hidden weights
+    under their own L2 penalty (per training question; a strong one gives back the linear model)."""
+    units, l2 = hidden
+    d, k, n = len(linear_weights), len(FEATURES), len(standardized)
+    sizes = (d, k * units, units, units)
+    penalty = np.concatenate([linear_penalty, np.full(k * units, l2 * n), np.zeros(units), np.full(units, l2 * n)])
+    rng = np.random.default_rng(seed)
+    start = np.concatenate([linear_weights, rng.normal(0, 0.3, k * units), np.zeros(units), rng.normal(0, 0.1, units)])
+
+    def unpack(params: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        w, inputs, bias, output = np.split(params, np.cumsum(sizes)[:-1])
+        return w, inputs.reshape(k, units), bias, output
+
+    def loss(params: np.ndarray) -> tuple[float, np.ndarray]:
+        w, inputs, bias, output = unpack(params)
+        total = 0.5 * float(params @ (penalty * params))
+        g_w, g_in, g_b, g_out = np.zeros_like(w), np.zeros_like(inputs), np.zeros_like(bias), np.zeros_like(output)
+        for x, t in standardized:
+            z = x[:, :k]
+            h = np.tanh(z @ inputs + bias)
+            s = x @ w + h @ output
+            p = np.exp(s - s.max())
+            p /= p.sum()
+            total -= float(t @ np.log(p + 1e-12))
+            g = p - t
+            g_w += x.T @ g
+            g_out += h.T @ g
+            pre = np.outer(g, output) * (1 - h * h)
+            g_in += z.T @ pre
+            g_b += pre.sum(axis=0)
+        return total, np.concatenate([g_w, g_in.ravel(), g_b, g_out]) + penalty * params
+
+    result = minimize(loss, start, jac=True, method="L-BFGS-B", options={"maxiter": 400})
+    w, inputs, bias, output = unpack(result.x)
+    return w, (inputs, bias, output)
 
 
 # --- measuring -----------------------------------------------------------------------------------------------
@@ -355,21 +453,22 @@ def reading_accuracy(questions: Sequence[dict[str, Any]], reading: Reading):
 
 
 def leave_one_corpus_out(
-    train: Sequence[dict[str, Any]], l2: tuple[float, float], c: float
+    train: Sequence[dict[str, Any]], l2: tuple[float, float], c: float, hidden: tuple[int, float] = (0, 0.0)
 ) -> dict[float | None, dict[str, Any]]:
-    """For each shown mass: the figures per group left out and pooled (one fit per group serves every mass)."""
+    """For each shown mass: the figures per group left out and pooled (one fit per group serves every mass; the
+    groups are fitted side by side, one process each, up to the machine's cores)."""
     by_mass: dict[float | None, dict[str, Any]] = {mass: {} for mass in SHOWN_MASSES}
     pooled: dict[float | None, dict[str, list[dict[str, Any]]]] = {
         mass: {"fitted": [], "fitted_likeliest": [], "today": [], "ceiling": []} for mass in SHOWN_MASSES
     }
-    for group in GROUPS:
-        fit_on = [q for q in train if q["group"] != group]
-        held = [q for q in train if q["group"] == group]
-        reading = fit_reading(fit_on, c)
-        ranker = fit_ranker(fit_on, reading, l2)
-        accuracy = reading_accuracy(held, reading)
+    global _FOLD_TRAIN
+    _FOLD_TRAIN = train
+    workers = min(len(GROUPS), os.cpu_count() or 1)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        folds = list(pool.map(_fold, GROUPS, [l2] * len(GROUPS), [c] * len(GROUPS), [hidden] * len(GROUPS)))
+    for group, (rows_by_mass, accuracy) in zip(GROUPS, folds, strict=True):
         for mass in SHOWN_MASSES:
-            rows = measure(held, reading, ranker, mass)
+            rows = rows_by_mass[mass]
             by_mass[mass][group] = {name: summary(r) for name, r in rows.items()}
             by_mass[mass][group]["reading"] = accuracy
             for name, r in rows.items():
@@ -377,6 +476,23 @@ def leave_one_corpus_out(
     for mass in SHOWN_MASSES:
         by_mass[mass]["all (pooled)"] = {name: summary(r) for name, r in pooled[mass].items()}
     return by_mass
+
+
+_FOLD_TRAIN: Sequence[dict[str, Any]] = ()  # the training set, inherited by the fold processes (fork)
+
+
+def _fold_models(group: str, l2: tuple[float, float], c: float, hidden: tuple[int, float]) -> tuple[Reading, Ranker]:
+    fit_on = [q for q in _FOLD_TRAIN if q["group"] != group]
+    reading = fit_reading(fit_on, c)
+    return reading, fit_ranker(fit_on, reading, l2, hidden)
+
+
+def _fold(group: str, l2: tuple[float, float], c: float, hidden: tuple[int, float]) -> tuple[dict[Any, Any], Any]:
+    fit_on = [q for q in _FOLD_TRAIN if q["group"] != group]
+    held = [q for q in _FOLD_TRAIN if q["group"] == group]
+    reading = fit_reading(fit_on, c)
+    ranker = fit_ranker(fit_on, reading, l2, hidden)
+    return {mass: measure(held, reading, ranker, mass) for mass in SHOWN_MASSES}, reading_accuracy(held, reading)
 
 
 def main() -> int:
@@ -397,17 +513,23 @@ def main() -> int:
     report: dict[str, Any] = {"training_questions": len(train)}
 
     # Regularization: chosen out of fold (leave one corpus out), below.
+    linear = HIDDEN_LAYERS[0]
     grid = {}
+
+    def search(l2: tuple[float, float], c: float, hidden: tuple[int, float]) -> None:
+        for mass, folds in leave_one_corpus_out(train, l2, c, hidden).items():
+            grid[(l2, c, hidden, mass)] = folds
+            pooled = folds["all (pooled)"]["fitted"]
+            print(
+                f"l2 {l2} C {c} hidden {hidden} shown mass {mass}: LOCO right {pooled['right']} recall "
+                f"{pooled['recall']} complete {pooled['complete']} both {pooled['complete_and_right']}",
+                file=sys.stderr,
+                flush=True,
+            )
+
     for l2 in RANKER_L2:
         for c in READING_C:
-            for mass, folds in leave_one_corpus_out(train, l2, c).items():
-                grid[(l2, c, mass)] = folds
-                pooled = folds["all (pooled)"]["fitted"]
-                print(
-                    f"l2 {l2} C {c} shown mass {mass}: LOCO right {pooled['right']} recall {pooled['recall']} "
-                    f"complete {pooled['complete']} both {pooled['complete_and_right']}",
-                    file=sys.stderr,
-                )
+            search(l2, c, linear)
 
     # Out of fold, the most complete answers plus the most right ones, weighed alike: complete alone rewards a
     # whole document that holds the part asked (more words, other procedures), right alone a part too small to
@@ -417,50 +539,68 @@ def main() -> int:
         pooled = grid[key]["all (pooled)"]["fitted"]
         return round(pooled["complete"] + pooled["right"], 3), pooled["complete"]
 
-    # First the penalties, on the ranker's own pick (the likeliest section); then the mass, given them. Chosen
-    # together, a weak penalty spread the probability over small parts and leaned on the mass to climb back (the
-    # demo's "How do I change a chlorine ton container?": a 33-word Records section likeliest, at 0.14).
-    l2, c, _ = max((key for key in grid if key[2] is None), key=merit)
-    best = max((key for key in grid if key[:2] == (l2, c)), key=merit)
+    # First the penalties, on the ranker's own pick (the likeliest section); then the hidden layer given them, the
+    # same way; then the mass, given both. Chosen together, a weak penalty spread the probability over small parts
+    # and leaned on the mass to climb back (the demo's "How do I change a chlorine ton container?": a 33-word
+    # Records section likeliest, at 0.14).
+    l2, c, _, _ = max((key for key in grid if key[3] is None), key=merit)
+    for hidden in HIDDEN_LAYERS[1:]:
+        search(l2, c, hidden)
+    _, _, hidden, _ = max((key for key in grid if key[:2] == (l2, c) and key[3] is None), key=merit)
+    best = max((key for key in grid if key[:3] == (l2, c, hidden)), key=merit)
     report["chosen"] = {
         "ranker_l2": {"base_features": best[0][0], "heading_words": best[0][1]},
         "reading_c": best[1],
-        "shown_mass": best[2],
+        "hidden_layer": {"units": hidden[0], "l2": hidden[1], "seeds": len(HIDDEN_SEEDS) if hidden[0] else 0},
+        "shown_mass": best[3],
     }
     report["leave_one_corpus_out"] = grid[best]
-    report["shown_mass_out_of_fold"] = {
-        str(mass): grid[(best[0], best[1], mass)]["all (pooled)"]["fitted"] for mass in SHOWN_MASSES
+    report["hidden_layer_out_of_fold"] = {
+        f"{units} units, l2 {penalty}": {
+            "likeliest": grid[(l2, c, (units, penalty), None)]["all (pooled)"]["fitted"],
+            f"shown mass {best[3]}": grid[(l2, c, (units, penalty), best[3])]["all (pooled)"]["fitted"],
+        }
+        for units, penalty in HIDDEN_LAYERS
     }
+    report["shown_mass_out_of_fold"] = {
+        str(mass): grid[(l2, c, hidden, mass)]["all (pooled)"]["fitted"] for mass in SHOWN_MASSES
+    }
+    mass = best[3]
 
-    reading = fit_reading(train, best[1])
-    ranker = fit_ranker(train, reading, best[0])
+    reading = fit_reading(train, c)
+    ranker = fit_ranker(train, reading, l2, hidden)
+    linear_ranker = ranker if hidden == linear else fit_ranker(train, reading, l2)
     report["weights"] = dict(
         zip(model_features(ranker.vocabulary), [round(float(w), 4) for w in ranker.weights], strict=True)
     )
+    # Every other set, measured with the model fitted on the whole training set; "linear" beside it is the
+    # ranker without the hidden layer (the same penalties and mass).
     evaluation: dict[str, Any] = {}
     for set_name in sorted({q["set"] for q in questions} - {"train"}):
         chosen = [q for q in questions if q["set"] == set_name]
         if set_name == "procedures":
-            part = [q for q in chosen if q["split"] == "heldout"]
-            rows = measure(part, reading, ranker, best[2])
-            evaluation["procedures (heldout)"] = {n: summary(r) for n, r in rows.items()}
-            continue
-        evaluation[set_name] = {n: summary(r) for n, r in measure(chosen, reading, ranker, best[2]).items()}
+            set_name, chosen = "procedures (heldout)", [q for q in chosen if q["split"] == "heldout"]
+        evaluation[set_name] = {n: summary(r) for n, r in measure(chosen, reading, ranker, mass).items()}
+        evaluation[set_name]["linear"] = summary(measure(chosen, reading, linear_ranker, mass)["fitted"])
     report["evaluation_sets"] = evaluation
 
     # Out-of-fold predictions of every training question (its group left out of the fit), then the
     # calibration of the choice's confidence and the "none answers" model on them.
     held_out: dict[str, dict[str, Any]] = {}
-    for group in GROUPS:
-        fold_reading = fit_reading([q for q in train if q["group"] != group], best[1])
-        fold_ranker = fit_ranker([q for q in train if q["group"] != group], fold_reading, best[0])
+    with ProcessPoolExecutor(
+        min(len(GROUPS), os.cpu_count() or 1), mp_context=multiprocessing.get_context("fork")
+    ) as pool:
+        fold_models = list(
+            pool.map(_fold_models, GROUPS, [l2] * len(GROUPS), [c] * len(GROUPS), [hidden] * len(GROUPS))
+        )
+    for group, (fold_reading, fold_ranker) in zip(GROUPS, fold_models, strict=True):
         for q in train:
             if q["group"] == group:
-                held_out[key(q)] = prediction(q, fold_reading, fold_ranker, best[2])
+                held_out[key(q)] = prediction(q, fold_reading, fold_ranker, mass)
     calibration = calibrate_confidence(train, held_out)
     report["confidence"] = calibration
     others = [q for q in questions if q not in train]
-    predicted = {**held_out, **{key(q): prediction(q, reading, ranker, best[2]) for q in others}}
+    predicted = {**held_out, **{key(q): prediction(q, reading, ranker, mass) for q in others}}
     answerability = fit_answerability(train, others, predicted)
     # Measured, not used by the appliance (it refused more answerable questions than the evidence decision
     # alone): its figures and coefficients stay in the results, not among the fitted models.
@@ -617,9 +757,10 @@ def write_models(reading: Reading, ranker: Ranker, best: Any, n: int, calibratio
         "training_set": "scripts/qa/choice_train.jsonl",
         "training_questions": n,
         "l2": {"base_features": best[0][0], "heading_words": best[0][1]},
+        "hidden_layer": {"units": best[2][0], "l2": best[2][1], "seeds": len(HIDDEN_SEEDS) if best[2][0] else 0},
         "close_ratio": calibration["close_ratio"],
         "certain_probability": calibration["certain_probability"],
-        "shown_mass": best[2],
+        "shown_mass": best[3],
         "shown_whole_words": SHOWN_WHOLE_WORDS,
     }
     (FITTED / "section_ranker.json").write_text(json.dumps(ranker_model, indent=1) + "\n")

@@ -1,5 +1,10 @@
-"""The fitted section ranker: P(candidate answers) = softmax over a question's candidates of w · x, x the
-candidate's features (features.py) standardized as in training.
+"""The fitted section ranker: P(candidate answers) = softmax over a question's candidates of
+
+    w · x  +  v · tanh(W x_F + b)
+
+x the candidate's features (features.py) standardized as in training, x_F its first len(FEATURES) columns (the
+base features crossed with the question's reading). The hidden layer (W, b, v) is optional: a model without
+one is the linear conditional logit; scripts/fit_choice.py chooses between them out of fold.
 
 The weights are data, not code: appliance/answer/fitted/section_ranker.json, written by scripts/fit_choice.py
 from the training set scripts/qa/choice_train.jsonl (its leave-one-corpus-out figures in
@@ -16,7 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
-from appliance.answer.quoted.features import model_features
+from appliance.answer.quoted.features import FEATURES, model_features
 from appliance.errors import ApplianceError
 
 FITTED = Path(__file__).resolve().parent.parent / "fitted"
@@ -37,9 +42,16 @@ class SectionRanker:
     # likeliest section), among the sections short enough to be shown whole (choice.shown_section).
     shown_mass: float | None = None
     shown_whole_words: int = 1000
+    # The hidden layer, if the fit kept one: input weights (len(FEATURES) × units), biases, output weights.
+    hidden: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
 
     def scores(self, features: np.ndarray) -> np.ndarray:
-        return ((features - self.mean) / self.scale) @ self.weights
+        standardized = (features - self.mean) / self.scale
+        scores = standardized @ self.weights
+        if self.hidden is not None:
+            inputs, bias, output = self.hidden
+            scores = scores + np.tanh(standardized[:, : len(FEATURES)] @ inputs + bias) @ output
+        return np.asarray(scores)
 
     def probabilities(self, features: np.ndarray) -> np.ndarray:
         if len(features) == 0:
@@ -61,6 +73,7 @@ def load_ranker(path: Path = DEFAULT_MODEL) -> SectionRanker:
             "run scripts/choice_features.py and scripts/fit_choice.py --write"
         )
     scale = np.asarray(data["scale"], dtype=np.float64)
+    hidden = _hidden_layer(data.get("hidden"), path)
     return SectionRanker(
         mean=np.asarray(data["mean"], dtype=np.float64),
         scale=np.where(scale > 0, scale, 1.0),
@@ -72,7 +85,27 @@ def load_ranker(path: Path = DEFAULT_MODEL) -> SectionRanker:
         certain_probability=float(data.get("certain_probability", 1.0)),
         shown_mass=None if data.get("shown_mass") is None else float(data["shown_mass"]),
         shown_whole_words=int(data.get("shown_whole_words", 1000)),
+        hidden=hidden,
     )
+
+
+def _hidden_layer(data: object, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+    if data is None:
+        return None
+    if not isinstance(data, dict):
+        raise ApplianceError(f"section ranker {path}: 'hidden' must be an object with weights, bias and output")
+    try:
+        inputs = np.asarray(data["weights"], dtype=np.float64)
+        bias = np.asarray(data["bias"], dtype=np.float64)
+        output = np.asarray(data["output"], dtype=np.float64)
+    except (KeyError, TypeError, ValueError) as exc:
+        raise ApplianceError(f"section ranker {path}: its hidden layer cannot be read ({exc!r})") from exc
+    if inputs.shape != (len(FEATURES), len(bias)) or output.shape != bias.shape:
+        raise ApplianceError(
+            f"section ranker {path}: its hidden layer has shape {inputs.shape}, {bias.shape}, {output.shape}; "
+            f"expected ({len(FEATURES)}, units), (units,), (units,)"
+        )
+    return inputs, bias, output
 
 
 @lru_cache(maxsize=1)
