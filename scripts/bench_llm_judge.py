@@ -58,7 +58,11 @@ Item = tuple[dict[str, Any], np.ndarray, list[int], list[float]]  # question, P_
 
 
 def ranker_probabilities(
-    train: Sequence[dict[str, Any]], heldout: Sequence[dict[str, Any]], l2: tuple[float, float], c: float
+    train: Sequence[dict[str, Any]],
+    heldout: Sequence[dict[str, Any]],
+    l2: tuple[float, float],
+    c: float,
+    hidden: tuple[int, float] = (0, 0.0),
 ) -> dict[str, np.ndarray]:
     """question key → the ranker's probabilities over its candidates (out of fold for the training set)."""
     found: dict[str, np.ndarray] = {}
@@ -71,13 +75,13 @@ def ranker_probabilities(
     for group in GROUPS:
         fit_on = [q for q in train if q["group"] != group]
         reading = fit_reading(fit_on, c)
-        ranker = fit_ranker(fit_on, reading, l2)
+        ranker = fit_ranker(fit_on, reading, l2, hidden)
         for q in train:
             if q["group"] == group and q["candidates"]:
                 found[key(q)] = probabilities(q, reading, ranker)
         print(f"ranker fitted without {group}", file=sys.stderr)
     reading = fit_reading(train, c)
-    ranker = fit_ranker(train, reading, l2)
+    ranker = fit_ranker(train, reading, l2, hidden)
     for q in heldout:
         if q["candidates"]:
             found[key(q)] = probabilities(q, reading, ranker)
@@ -328,7 +332,8 @@ def main() -> int:
     ]
     chosen = json.loads(args.fit_results.read_text())["chosen"]
     l2 = (chosen["ranker_l2"]["base_features"], chosen["ranker_l2"]["heading_words"])
-    probabilities = ranker_probabilities(train, heldout, l2, chosen["reading_c"])
+    layer = chosen.get("hidden_layer", {"units": 0, "l2": 0.0})  # the ranker fit_choice.py chose, hidden layer too
+    probabilities = ranker_probabilities(train, heldout, l2, chosen["reading_c"], (layer["units"], layer["l2"]))
 
     usable = [q for q in train if q["answerable"] and key(q) in probabilities and targets(q) is not None]
     order = sorted(usable, key=key)

@@ -10,6 +10,9 @@ training set scripts/qa/choice_train.jsonl and the evaluation sets.
 2. The ranker (answer/quoted/ranker.py): a conditional logit over each question's candidates: P(candidate)
    = softmax(w · standardized features). The target of a question is the candidates that show the most of its
    gold phrases and, among those, the shortest (within 10%): the section itself, not the document holding it.
+   Given the penalties, a small hidden layer (tanh units over the base features as crossed with the reading,
+   HIDDEN_LAYERS) may be added to the linear scores; it is kept only where it gains more than HIDDEN_MARGIN out of
+   fold, each setting's networks fitted from HIDDEN_SEEDS and averaged.
 3. What a procedure shows (answer/quoted/choice.py shown_section): the shortest candidate, short enough to be
    shown whole, inside which at least `shown_mass` of the ranker's probability lies (or, with no mass, the single
    likeliest candidate). Only where the question is read as a procedure (its section is shown whole); a value or
@@ -72,6 +75,7 @@ READING_C = (0.3,)
 # from these seeds and averaged (one seed's pick of folds moved complete + right by up to 0.05).
 HIDDEN_LAYERS: tuple[tuple[int, float], ...] = ((0, 0.0), (4, 0.05), (4, 0.1), (4, 0.2), (8, 0.1), (8, 0.2))
 HIDDEN_SEEDS = (0, 1, 2)
+HIDDEN_MARGIN = 0.005  # complete + right out of fold: half a point, as fit_lines.py keeps the simpler design
 # The probability a procedure's shown section must hold (None: the likeliest section alone), chosen out of fold.
 SHOWN_MASSES: tuple[float | None, ...] = (None, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55, 0.6, 0.7)
 
@@ -547,6 +551,8 @@ def main() -> int:
     for hidden in HIDDEN_LAYERS[1:]:
         search(l2, c, hidden)
     _, _, hidden, _ = max((key for key in grid if key[:2] == (l2, c) and key[3] is None), key=merit)
+    if merit((l2, c, hidden, None))[0] - merit((l2, c, linear, None))[0] <= HIDDEN_MARGIN:
+        hidden = linear  # the simpler model unless the hidden layer gains more than the margin out of fold
     best = max((key for key in grid if key[:3] == (l2, c, hidden)), key=merit)
     report["chosen"] = {
         "ranker_l2": {"base_features": best[0][0], "heading_words": best[0][1]},
