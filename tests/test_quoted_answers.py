@@ -292,17 +292,18 @@ def test_an_answer_despite_words_the_documents_never_use_names_them_and_gives_no
 @pytest.mark.parametrize(
     "asked",
     [
-        "How do I change a chlorine container? The bigger one is empty",
-        "how do i change a chlorine container? the bigger one is empty",
-        "HOW DO I CHANGE A CHLORINE CONTAINER? THE BIGGER ONE IS EMPTY",
-        "How do I chnage a chlorine container? The bigger one is empty",
+        "The bigger container is empty, what now?",
+        "the bigger container is empty, what now?",
+        "THE BIGGER CONTAINER IS EMPTY, WHAT NOW?",
+        "The bigger contianer is empty, what now?",
     ],
 )
 def test_an_ordinary_word_the_documents_never_use_is_not_named_where_the_badge_already_says_check(
     indexed: Settings, cli_env: dict[str, str], asked: str
 ) -> None:
     """The word "bigger" names no subject of its own (answer/unmatched_note.py, fitted): under an answer with no ✓
-    anyway (a close call here) it is in the API's unmatched_terms but not named to the operator."""
+    anyway (a close call here: 6.2 or the whole procedure) it is in the API's unmatched_terms but not named to the
+    operator."""
     result = Answerer(indexed).ask(asked)
     assert not result.refused, result.refusal_reason
     assert result.confidence != "certain"
@@ -311,6 +312,28 @@ def test_an_ordinary_word_the_documents_never_use_is_not_named_where_the_badge_a
     out = CliRunner().invoke(cli, ["ask", asked], env=cli_env)
     assert out.exit_code == 0, out.output
     assert "The documents never use" not in out.output
+    assert "Shown as the document writes it" not in out.output
+
+
+@pytest.mark.parametrize(
+    "asked",
+    [
+        "How do I change a chlorine container? The bigger one is empty",
+        "How do I change a container? The bigger one is empty",
+    ],
+)
+def test_a_sure_answer_names_every_word_the_documents_never_use_and_loses_its_check_mark(
+    indexed: Settings, cli_env: dict[str, str], asked: str
+) -> None:
+    """Where the choice would be badged sure, the ✓ stays strict (answer/unmatched_note.py): even an ordinary word
+    no document uses is named, and the answer is not shown as certain."""
+    result = Answerer(indexed).ask(asked)
+    assert not result.refused, result.refusal_reason
+    assert result.confidence == "certain"
+    assert "bigger" in [t.lower() for t in result.unmatched_warning_terms]
+    out = CliRunner().invoke(cli, ["ask", asked], env=cli_env)
+    assert out.exit_code == 0, out.output
+    assert "The documents never use: bigger" in out.output
     assert "Shown as the document writes it" not in out.output
 
 
