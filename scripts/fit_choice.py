@@ -56,6 +56,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 from appliance.answer.question import GRAMMAR_KINDS, answer_kind, ngrams, reading_inputs
 from appliance.answer.quoted.choice import mass_inside, shown_section
 from appliance.answer.quoted.features import BASE_FEATURES, FEATURES, heading_words, model_features, with_question
+from appliance.answer.quoted.ranker import HiddenLayer, hidden_scores
 from appliance.answer.quoted.sections import is_within
 from appliance.config import AnswerSettings
 from scripts.bench_sop import PROCEDURE_SETS
@@ -156,9 +157,6 @@ def heading_vocabulary(questions: Sequence[dict[str, Any]]) -> tuple[str, ...]:
     return tuple(sorted(w for w in sections if len(sections[w]) >= MIN_HEADING_SECTIONS))
 
 
-Hidden = tuple[np.ndarray, np.ndarray, np.ndarray]  # a hidden layer: input weights, biases, output weights
-
-
 class Ranker:
     def __init__(
         self,
@@ -166,7 +164,7 @@ class Ranker:
         scale: np.ndarray,
         weights: np.ndarray,
         vocabulary: tuple[str, ...],
-        hidden: Hidden | None = None,
+        hidden: HiddenLayer | None = None,
     ) -> None:
         self.mean, self.scale, self.weights, self.vocabulary = mean, scale, weights, vocabulary
         self.hidden = hidden
@@ -195,15 +193,6 @@ class Ranker:
                 "output": [round(float(v), 6) for v in output],
             }
         return model
-
-
-def hidden_scores(standardized: np.ndarray, hidden: Hidden | None) -> np.ndarray | float:
-    """What the hidden layer adds to the linear scores: tanh units over the base features as crossed with the
-    question's reading (the first len(FEATURES) columns; the heading words stay linear)."""
-    if hidden is None:
-        return 0.0
-    inputs, bias, output = hidden
-    return np.asarray(np.tanh(standardized[:, : len(FEATURES)] @ inputs + bias) @ output)
 
 
 def design(question: dict[str, Any], reading: tuple[float, float], vocabulary: tuple[str, ...]) -> np.ndarray:
@@ -258,13 +247,17 @@ def fit_ranker(
     return Ranker(mean, scale, weights, vocabulary, (inputs, bias, output))
 
 
+def hidden_layer_json(hidden: tuple[int, float]) -> dict[str, Any]:
+    return {"units": hidden[0], "l2": hidden[1], "seeds": len(HIDDEN_SEEDS) if hidden[0] else 0}
+
+
 def fit_hidden(
     standardized: Sequence[tuple[np.ndarray, np.ndarray]],
     linear_penalty: np.ndarray,
     linear_weights: np.ndarray,
     hidden: tuple[int, float],
     seed: int,
-) -> tuple[np.ndarray, Hidden]:
+) -> tuple[np.ndarray, HiddenLayer]:
     """The linear weights and one hidden layer fitted together by the same listwise loss; the hidden weights
     under their own L2 penalty (per training question; a strong one gives back the linear model)."""
     units, l2 = hidden
@@ -465,11 +458,7 @@ def leave_one_corpus_out(
     pooled: dict[float | None, dict[str, list[dict[str, Any]]]] = {
         mass: {"fitted": [], "fitted_likeliest": [], "today": [], "ceiling": []} for mass in SHOWN_MASSES
     }
-    global _FOLD_TRAIN
-    _FOLD_TRAIN = train
-    workers = min(len(GROUPS), os.cpu_count() or 1)
-    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
-        folds = list(pool.map(_fold, GROUPS, [l2] * len(GROUPS), [c] * len(GROUPS), [hidden] * len(GROUPS)))
+    folds = by_fold(_fold, train, l2, c, hidden)
     for group, (rows_by_mass, accuracy) in zip(GROUPS, folds, strict=True):
         for mass in SHOWN_MASSES:
             rows = rows_by_mass[mass]
@@ -483,6 +472,17 @@ def leave_one_corpus_out(
 
 
 _FOLD_TRAIN: Sequence[dict[str, Any]] = ()  # the training set, inherited by the fold processes (fork)
+
+
+def by_fold(work: Any, train: Sequence[dict[str, Any]], *settings: Any) -> list[Any]:
+    """`work(group, *settings)` for every group left out, side by side, one process each up to the machine's cores;
+    the processes read `train` as the module's _FOLD_TRAIN (fork: nothing is pickled but the settings)."""
+    global _FOLD_TRAIN
+    _FOLD_TRAIN = train
+    columns = [[value] * len(GROUPS) for value in settings]
+    workers = min(len(GROUPS), os.cpu_count() or 1)
+    with ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+        return list(pool.map(work, GROUPS, *columns))
 
 
 def _fold_models(group: str, l2: tuple[float, float], c: float, hidden: tuple[int, float]) -> tuple[Reading, Ranker]:
@@ -557,7 +557,7 @@ def main() -> int:
     report["chosen"] = {
         "ranker_l2": {"base_features": best[0][0], "heading_words": best[0][1]},
         "reading_c": best[1],
-        "hidden_layer": {"units": hidden[0], "l2": hidden[1], "seeds": len(HIDDEN_SEEDS) if hidden[0] else 0},
+        "hidden_layer": hidden_layer_json(hidden),
         "shown_mass": best[3],
     }
     report["leave_one_corpus_out"] = grid[best]
@@ -593,13 +593,7 @@ def main() -> int:
     # Out-of-fold predictions of every training question (its group left out of the fit), then the
     # calibration of the choice's confidence and the "none answers" model on them.
     held_out: dict[str, dict[str, Any]] = {}
-    with ProcessPoolExecutor(
-        min(len(GROUPS), os.cpu_count() or 1), mp_context=multiprocessing.get_context("fork")
-    ) as pool:
-        fold_models = list(
-            pool.map(_fold_models, GROUPS, [l2] * len(GROUPS), [c] * len(GROUPS), [hidden] * len(GROUPS))
-        )
-    for group, (fold_reading, fold_ranker) in zip(GROUPS, fold_models, strict=True):
+    for group, (fold_reading, fold_ranker) in zip(GROUPS, by_fold(_fold_models, train, l2, c, hidden), strict=True):
         for q in train:
             if q["group"] == group:
                 held_out[key(q)] = prediction(q, fold_reading, fold_ranker, mass)
@@ -763,7 +757,7 @@ def write_models(reading: Reading, ranker: Ranker, best: Any, n: int, calibratio
         "training_set": "scripts/qa/choice_train.jsonl",
         "training_questions": n,
         "l2": {"base_features": best[0][0], "heading_words": best[0][1]},
-        "hidden_layer": {"units": best[2][0], "l2": best[2][1], "seeds": len(HIDDEN_SEEDS) if best[2][0] else 0},
+        "hidden_layer": hidden_layer_json(best[2]),
         "close_ratio": calibration["close_ratio"],
         "certain_probability": calibration["certain_probability"],
         "shown_mass": best[3],

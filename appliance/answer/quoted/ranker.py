@@ -28,6 +28,19 @@ FITTED = Path(__file__).resolve().parent.parent / "fitted"
 DEFAULT_MODEL = FITTED / "section_ranker.json"
 
 
+HiddenLayer = tuple[np.ndarray, np.ndarray, np.ndarray]  # input weights (len(FEATURES) × units), biases, output
+
+
+def hidden_scores(standardized: np.ndarray, hidden: HiddenLayer | None) -> np.ndarray | float:
+    """What the hidden layer adds to the linear scores of standardized features: tanh units over the base features
+    as crossed with the question's reading (the first len(FEATURES) columns; the heading words stay linear).
+    scripts/fit_choice.py fits with this same function."""
+    if hidden is None:
+        return 0.0
+    inputs, bias, output = hidden
+    return np.asarray(np.tanh(standardized[:, : len(FEATURES)] @ inputs + bias) @ output)
+
+
 @dataclass(frozen=True)
 class SectionRanker:
     mean: np.ndarray
@@ -42,16 +55,11 @@ class SectionRanker:
     # likeliest section), among the sections short enough to be shown whole (choice.shown_section).
     shown_mass: float | None = None
     shown_whole_words: int = 1000
-    # The hidden layer, if the fit kept one: input weights (len(FEATURES) × units), biases, output weights.
-    hidden: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+    hidden: HiddenLayer | None = None  # the hidden layer, if the fit kept one
 
     def scores(self, features: np.ndarray) -> np.ndarray:
         standardized = (features - self.mean) / self.scale
-        scores = standardized @ self.weights
-        if self.hidden is not None:
-            inputs, bias, output = self.hidden
-            scores = scores + np.tanh(standardized[:, : len(FEATURES)] @ inputs + bias) @ output
-        return np.asarray(scores)
+        return np.asarray(standardized @ self.weights + hidden_scores(standardized, self.hidden))
 
     def probabilities(self, features: np.ndarray) -> np.ndarray:
         if len(features) == 0:
@@ -89,7 +97,7 @@ def load_ranker(path: Path = DEFAULT_MODEL) -> SectionRanker:
     )
 
 
-def _hidden_layer(data: object, path: Path) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+def _hidden_layer(data: object, path: Path) -> HiddenLayer | None:
     if data is None:
         return None
     if not isinstance(data, dict):
