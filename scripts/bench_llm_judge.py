@@ -28,12 +28,14 @@ from __future__ import annotations
 import argparse
 import itertools
 import json
+import os
 import pickle
 import random
 import statistics
 import sys
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,48 +45,81 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.quoted.judge import FITTED, judge_prompt, prompt_version
+from appliance.answer.quoted.ranker import SectionRanker, load_ranker
 from appliance.answer.quoted.sections import Section, document_sections
 from appliance.index.catalog import Catalog
 from scripts.choice_features import corpus_of
-from scripts.fit_choice import GROUPS, fit_ranker, fit_reading, outcome, overlapping, read, summary, targets
+from scripts.fit_choice import (
+    GROUPS,
+    _fold_models,
+    by_fold,
+    fit_ranker,
+    fit_reading,
+    outcome,
+    overlapping,
+    probabilities,
+    shown,
+    summary,
+    targets,
+)
 
 REPO = Path(__file__).resolve().parent.parent
-WEIGHTS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0)
+WEIGHTS = (0.0, 0.05, 0.1, 0.15, 0.2, 0.3, 0.4, 0.5, 0.7, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0, 10.0)  # stop 52: 3.0 was the edge
 SECTION_WORDS = 40
-Item = tuple[dict[str, Any], np.ndarray, list[int], list[float]]  # question, P_ranker, regions, their log-odds
+
+
+@dataclass(frozen=True)
+class Item:
+    """One judged question: the regions the appliance would judge, their ranker probabilities (the first: the
+    mass inside the section shown), the judge's log-odds for each, and whether the ranker was sure (✓: then the
+    appliance does not ask the judge)."""
+
+    q: dict[str, Any]
+    regions: list[int]
+    probabilities: list[float]
+    odds: list[float]
+    certain: bool
 
 
 # --- the ranker's view -------------------------------------------------------------------------------------
 
 
-def ranker_probabilities(
+@dataclass(frozen=True)
+class View:
+    """What the appliance's Choice holds for one question (answer/quoted/choice.py choose_section): every
+    candidate's probability, the section shown first (for a question read as a procedure the shortest holding
+    the shown mass, else the likeliest) and that section's probability (the mass inside it)."""
+
+    p: np.ndarray
+    first: int
+    first_probability: float
+
+
+def ranker_views(
     train: Sequence[dict[str, Any]],
     heldout: Sequence[dict[str, Any]],
     l2: tuple[float, float],
     c: float,
-    hidden: tuple[int, float] = (0, 0.0),
-) -> dict[str, np.ndarray]:
-    """question key → the ranker's probabilities over its candidates (out of fold for the training set)."""
-    found: dict[str, np.ndarray] = {}
+    hidden: tuple[int, float],
+    mass: float | None,
+) -> dict[str, View]:
+    """question key → the ranker's view (out of fold for the training set: its corpus left out of the fit)."""
+    found: dict[str, View] = {}
 
-    def probabilities(q: dict[str, Any], reading: Any, ranker: Any) -> np.ndarray:
-        scores = ranker.scores(ranker.design(q, read(reading, q)))
-        p = np.exp(scores - scores.max())
-        return p / p.sum()
+    def view(q: dict[str, Any], reading: Any, ranker: Any) -> View:
+        p = probabilities(q, reading, ranker)
+        first, first_probability = shown(q, p, reading, mass)
+        return View(p, first, first_probability)
 
-    for group in GROUPS:
-        fit_on = [q for q in train if q["group"] != group]
-        reading = fit_reading(fit_on, c)
-        ranker = fit_ranker(fit_on, reading, l2, hidden)
+    for group, (reading, ranker) in zip(GROUPS, by_fold(_fold_models, train, l2, c, hidden), strict=True):
         for q in train:
             if q["group"] == group and q["candidates"]:
-                found[key(q)] = probabilities(q, reading, ranker)
-        print(f"ranker fitted without {group}", file=sys.stderr)
+                found[key(q)] = view(q, reading, ranker)
     reading = fit_reading(train, c)
     ranker = fit_ranker(train, reading, l2, hidden)
     for q in heldout:
         if q["candidates"]:
-            found[key(q)] = probabilities(q, reading, ranker)
+            found[key(q)] = view(q, reading, ranker)
     return found
 
 
@@ -92,17 +127,31 @@ def key(q: dict[str, Any]) -> str:
     return q["set"] + ":" + q["id"]
 
 
-def regions(q: dict[str, Any], p: np.ndarray, count: int) -> list[int]:
-    """The candidates the judge reads: the most probable, then the best outside the regions already taken."""
-    picked: list[int] = []
-    for index in np.argsort(-p, kind="stable"):
-        candidate = q["candidates"][int(index)]
-        if any(overlapping(candidate, q["candidates"][i]) for i in picked):
-            continue
-        picked.append(int(index))
+def regions(q: dict[str, Any], view: View, count: int) -> list[int]:
+    """The candidates the judge reads, as answer/quoted/judge.py judged_regions takes them: the section shown
+    first, then the most probable outside the regions already taken."""
+    picked = [view.first]
+    for index in np.argsort(-view.p, kind="stable"):
         if len(picked) == count:
             break
+        candidate = q["candidates"][int(index)]
+        if not any(overlapping(candidate, q["candidates"][i]) for i in picked):
+            picked.append(int(index))
     return picked
+
+
+def section_names(q: dict[str, Any], indexes: Sequence[int]) -> list[list[str]]:
+    return [[q["candidates"][i]["path"], q["candidates"][i]["heading"]] for i in indexes]
+
+
+def ranker_certain(q: dict[str, Any], view: View, ix: Sequence[int], calibration: SectionRanker) -> bool:
+    """The product's ✓ (Choice.certain, with the shipped model's close_ratio and certain_probability): no region
+    outside the shown one at least close_ratio as likely, and the shown region holding certain_probability.
+    The appliance does not judge such a choice."""
+    top = q["candidates"][ix[0]]
+    region = sum(float(view.p[i]) for i, c in enumerate(q["candidates"]) if overlapping(c, top))
+    close = len(ix) > 1 and view.p[ix[1]] >= calibration.close_ratio * view.first_probability
+    return not close and region >= calibration.certain_probability
 
 
 class Sections:
@@ -137,12 +186,15 @@ def judge_all(
     words: int,
     cached_only: bool = False,
 ) -> dict[str, dict[str, Any]]:
-    """Each question's log-odds for its regions by model `name`, cached in `cache` (one JSON line a question)."""
+    """Each question's log-odds for its regions by model `name`, cached in `cache` (one JSON line a question,
+    with the sections judged: an entry for other regions, another prompt or another length is judged anew)."""
+    wanted = {key(q): section_names(q, picks[key(q)]) for q in questions}
     done: dict[str, dict[str, Any]] = {}
     if cache.exists():
         for line in cache.read_text(encoding="utf-8").splitlines():
             entry = json.loads(line)
-            if entry.get("prompt") == prompt_version() and entry.get("words") == words:
+            current = entry.get("prompt") == prompt_version() and entry.get("words") == words
+            if current and entry.get("sections") == wanted.get(entry["key"]):
                 done[entry["key"]] = entry
     todo = [q for q in questions if key(q) not in done and len(picks[key(q)]) >= 2]
     if not todo or cached_only:
@@ -165,6 +217,7 @@ def judge_all(
                     "tokens": tokens,
                     "prompt": prompt_version(),
                     "words": words,
+                    "sections": wanted[key(q)],
                 }
                 done[key(q)] = entry
                 out.write(json.dumps(entry) + "\n")
@@ -181,9 +234,13 @@ def judge_all(
 # --- measuring ---------------------------------------------------------------------------------------------
 
 
-def pick(q: dict[str, Any], p: np.ndarray, indexes: Sequence[int], odds: Sequence[float], weight: float) -> int:
-    adjusted = [np.log(max(p[i], 1e-12)) + weight * o for i, o in zip(indexes, odds, strict=False)]
-    return int(indexes[int(np.argmax(adjusted))])
+def pick(item: Item, weight: float, k: int, *, asked: bool = False) -> int:
+    """The section the appliance shows after the judge: the ranker's where it was sure (the judge is not asked,
+    unless `asked`), else the best of the first k regions by log P + weight · log-odds."""
+    if item.certain and not asked:
+        return item.regions[0]
+    adjusted = [np.log(max(p, 1e-12)) + weight * o for p, o in zip(item.probabilities[:k], item.odds[:k], strict=False)]
+    return item.regions[int(np.argmax(adjusted))]
 
 
 def score(rows: Sequence[dict[str, Any]]) -> float:
@@ -191,27 +248,19 @@ def score(rows: Sequence[dict[str, Any]]) -> float:
 
 
 def best_weight(items: Sequence[Item], k: int) -> float:
-    results = {w: score([outcome(q, pick(q, p, ix[:k], o[:k], w)) for q, p, ix, o in items]) for w in WEIGHTS}
+    results = {w: score([outcome(it.q, pick(it, w, k)) for it in items]) for w in WEIGHTS}
     top = max(results.values())
     return min(w for w, s in results.items() if s == top)
 
 
-def ranker_certain(q: dict[str, Any], p: np.ndarray, ix: Sequence[int]) -> bool:
-    """The product's ✓ (answer/quoted/choice.py, fit_choice.json's close_ratio 0.4 and certain_probability 0.9):
-    no alternative region at least 0.4 as likely, and the chosen region holding at least 0.9."""
-    top = q["candidates"][ix[0]]
-    region = sum(float(p[i]) for i, c in enumerate(q["candidates"]) if overlapping(c, top))
-    close = len(ix) > 1 and p[ix[1]] >= 0.4 * p[ix[0]]
-    return not close and region >= 0.9
-
-
 def by_certainty(chosen: Sequence[Item], k: int, weight: float) -> dict[str, Any]:
-    """The judge's effect where the ranker was sure (✓) and where it was not: is judging a ✓ worth its time?"""
+    """The judge's effect, were it asked, where the ranker was sure (✓: the appliance does not ask) and where it
+    was not: is judging a ✓ worth its time?"""
     out: dict[str, Any] = {}
     for label, sure in (("ranker_certain", True), ("ranker_not_certain", False)):
-        part = [item for item in chosen if ranker_certain(item[0], item[1], item[2]) == sure]
-        ranker = [outcome(q, ix[0]) for q, _, ix, _ in part]
-        judged = [outcome(q, pick(q, p, ix[:k], o[:k], weight)) for q, p, ix, o in part]
+        part = [item for item in chosen if item.certain == sure]
+        ranker = [outcome(it.q, it.regions[0]) for it in part]
+        judged = [outcome(it.q, pick(it, weight, k, asked=True)) for it in part]
         out[label] = {
             "questions": len(part),
             "changed": sum(a["section"] != b["section"] for a, b in zip(ranker, judged, strict=True)),
@@ -221,23 +270,19 @@ def by_certainty(chosen: Sequence[Item], k: int, weight: float) -> dict[str, Any
     return out
 
 
-def evaluate(
-    train_items: list[Item],
-    heldout_items: list[Item],
-    k: int,
-) -> dict[str, Any]:
+def evaluate(train_items: list[Item], heldout_items: list[Item], k: int) -> dict[str, Any]:
     ranker_rows, judged_rows, folds = [], [], {}
     for group in GROUPS:
-        held = [item for item in train_items if item[0]["group"] == group]
+        held = [item for item in train_items if item.q["group"] == group]
         if not held:
             continue
-        weight = best_weight([item for item in train_items if item[0]["group"] != group], k)
+        weight = best_weight([item for item in train_items if item.q["group"] != group], k)
         folds[group] = weight
-        for q, p, ix, o in held:
-            ranker_rows.append(outcome(q, ix[0]))
-            judged_rows.append(outcome(q, pick(q, p, ix[:k], o[:k], weight)))
+        for item in held:
+            ranker_rows.append(outcome(item.q, item.regions[0]))
+            judged_rows.append(outcome(item.q, pick(item, weight, k)))
     weight = best_weight(train_items, k)
-    judge_alone = [outcome(q, pick(q, p, ix[:k], o[:k], 1e6)) for q, p, ix, o in train_items]
+    judge_alone = [outcome(it.q, pick(it, 1e6, k, asked=True)) for it in train_items]
     report: dict[str, Any] = {
         "candidates": k,
         "train_leave_one_corpus_out": {
@@ -249,11 +294,12 @@ def evaluate(
         "weight_fitted_on_all": weight,
     }
     for name, set_name in (("procedures_heldout", "procedures"), ("procedures_llm", "procedures_llm")):
-        chosen = [item for item in heldout_items if item[0]["set"] == set_name]
-        ranker = [outcome(q, ix[0]) for q, _, ix, _ in chosen]
-        judged = [outcome(q, pick(q, p, ix[:k], o[:k], weight)) for q, p, ix, o in chosen]
+        chosen = [item for item in heldout_items if item.q["set"] == set_name]
+        ranker = [outcome(it.q, it.regions[0]) for it in chosen]
+        judged = [outcome(it.q, pick(it, weight, k)) for it in chosen]
         report[name] = {"ranker": summary(ranker), "ranker+judge": summary(judged)}
         report[f"changed_picks_{name}"] = sum(a["section"] != b["section"] for a, b in zip(ranker, judged, strict=True))
+        report[f"judged_{name}"] = sum(not it.certain for it in chosen)
         report[f"by_certainty_{name}"] = by_certainty(chosen, k, weight)
     report["by_certainty_train_in_sample"] = by_certainty(train_items, k, weight)
     return report
@@ -261,19 +307,20 @@ def evaluate(
 
 def ceiling(items: Sequence[Item], k: int) -> float:
     """The share of questions with a right answer among the first k regions (what any judge could reach)."""
-    return round(sum(any(outcome(q, i)["right"] for i in ix[:k]) for q, _, ix, _ in items) / max(len(items), 1), 3)
+    hits = sum(any(outcome(it.q, i)["right"] for i in it.regions[:k]) for it in items)
+    return round(hits / max(len(items), 1), 3)
 
 
 def separation(items: Sequence[Item], k: int) -> float | None:
     """How often a right region's log-odds beat a wrong one's within a question (0.5: no better than chance)."""
     wins = pairs = 0
-    for q, _, ix, o in items:
-        right = [outcome(q, i)["right"] for i in ix[:k]]
+    for it in items:
+        right = [outcome(it.q, i)["right"] for i in it.regions[:k]]
         for a in range(len(right)):
             for b in range(len(right)):
                 if right[a] and not right[b]:
                     pairs += 1
-                    wins += 1 if o[a] > o[b] else 0
+                    wins += 1 if it.odds[a] > it.odds[b] else 0
     return round(wins / pairs, 3) if pairs else None
 
 
@@ -292,11 +339,38 @@ def timing(entries: Sequence[dict[str, Any]], k: int) -> dict[str, Any]:
 
 def items(
     questions: Sequence[dict[str, Any]],
-    probabilities: dict[str, np.ndarray],
+    views: dict[str, View],
     picks: dict[str, list[int]],
     judged: dict[str, dict[str, Any]],
+    calibration: SectionRanker,
 ) -> list[Item]:
-    return [(q, probabilities[key(q)], picks[key(q)], judged[key(q)]["odds"]) for q in questions if key(q) in judged]
+    found = []
+    for q in questions:
+        if key(q) not in judged:
+            continue
+        view, ix = views[key(q)], picks[key(q)]
+        chances = [view.first_probability, *(float(view.p[i]) for i in ix[1:])]
+        found.append(Item(q, ix, chances, judged[key(q)]["odds"], ranker_certain(q, view, ix, calibration)))
+    return found
+
+
+def adopt_legacy_cache(cache: Path, questions: Sequence[dict[str, Any]], views: dict[str, View], count: int) -> None:
+    """Cache lines written before the judged sections were kept (stop 51 and earlier) judged the likeliest
+    candidate first: they are labelled with those regions, so they serve where the regions are the same."""
+    if not cache.exists():
+        return
+    by_key = {key(q): q for q in questions}
+    lines = cache.read_text(encoding="utf-8").splitlines()
+    entries = [json.loads(line) for line in lines]
+    if all("sections" in e for e in entries):
+        return
+    for e in entries:
+        q = by_key.get(e["key"])
+        if "sections" not in e and q is not None:
+            p = views[e["key"]].p
+            likeliest = View(p, int(np.argmax(p)), float(p.max()))
+            e["sections"] = section_names(q, regions(q, likeliest, count))
+    cache.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
 
 
 def main() -> int:
@@ -333,31 +407,35 @@ def main() -> int:
     chosen = json.loads(args.fit_results.read_text())["chosen"]
     l2 = (chosen["ranker_l2"]["base_features"], chosen["ranker_l2"]["heading_words"])
     layer = chosen.get("hidden_layer", {"units": 0, "l2": 0.0})  # the ranker fit_choice.py chose, hidden layer too
-    probabilities = ranker_probabilities(train, heldout, l2, chosen["reading_c"], (layer["units"], layer["l2"]))
+    hidden = (layer["units"], layer["l2"])
+    views = ranker_views(train, heldout, l2, chosen["reading_c"], hidden, chosen.get("shown_mass"))
+    calibration = load_ranker()  # the shipped ✓: close_ratio and certain_probability
 
-    usable = [q for q in train if q["answerable"] and key(q) in probabilities and targets(q) is not None]
+    usable = [q for q in train if q["answerable"] and key(q) in views and targets(q) is not None]
     order = sorted(usable, key=key)
     random.Random(args.seed).shuffle(order)  # a smaller sample is the start of a larger one: caches carry over
     sample = order[: args.train_sample]
-    evaluated = [q for q in heldout if key(q) in probabilities and targets(q) is not None]
-    picks = {key(q): regions(q, probabilities[key(q)], args.candidates) for q in [*evaluated, *sample]}
+    evaluated = [q for q in heldout if key(q) in views and targets(q) is not None]
+    picks = {key(q): regions(q, views[key(q)], args.candidates) for q in [*evaluated, *sample]}
     sections = Sections(args.home)
     args.cache.mkdir(parents=True, exist_ok=True)
 
     report: dict[str, Any] = {
-        "machine": "2 shared CPU cores, loaded by other work (load average 4-6); llama.cpp CPU build, "
-        f"{args.threads} thread(s) per model",
+        "machine": f"{os.cpu_count()} CPU cores, load average {os.getloadavg()[0]:.1f} at the start; "
+        f"llama.cpp CPU build, {args.threads} thread(s) per model",
         "training_sample": {"questions": len(sample), "of": len(usable), "seed": args.seed},
         "heldout_procedures": sum(q["set"] == "procedures" for q in evaluated),
         "procedures_llm": sum(q["set"] == "procedures_llm" for q in evaluated),
         "section_words": args.section_words,
         "prompt": prompt_version(),
         "ranker": chosen,
+        "certain": {"close_ratio": calibration.close_ratio, "certain_probability": calibration.certain_probability},
         "models": {},
     }
     for spec in args.model:
         name, _, path = spec.partition("=")
         cache = args.cache / f"{name}.jsonl"
+        adopt_legacy_cache(cache, [*evaluated, *sample], views, args.candidates)
         # Heldout and training questions in turns: a run cut short still has some of each.
         turns = [q for pair in itertools.zip_longest(evaluated, sample) for q in pair if q is not None]
         judged = judge_all(
@@ -366,8 +444,8 @@ def main() -> int:
         if args.judge_only:
             continue
 
-        train_items = items(sample, probabilities, picks, judged)
-        heldout_items = items(evaluated, probabilities, picks, judged)
+        train_items = items(sample, views, picks, judged, calibration)
+        heldout_items = items(evaluated, views, picks, judged, calibration)
         entries = [judged[key(q)] for q in [*evaluated, *sample] if key(q) in judged]
         report["models"][name] = {
             "file": Path(path).name,
