@@ -403,16 +403,18 @@ class AnswerSettings(Section):
         "auto",
         description="The local model judges the section choice of a quoted answer: it reads the ranker's best few "
         "sections (heading and first lines) and its yes/no log-odds re-rank them (answer/quoted/judge.py, weight "
-        "fitted for the shipped generator). auto and on: wherever the generator is installed and can judge (a log "
-        "line says why not); before the steps are shown on a GPU, after them on the CPU (llm_judge_timing, "
-        "docs/measurements/llm-judge.md). off: never.",
+        "fitted for the shipped generator). auto: where the generator runs on a GPU or a server and can judge, "
+        "before the steps are shown; not on the CPU, where it costs seconds a question and gained nothing end to "
+        "end (docs/measurements/llm-judge.md). on: wherever the generator can judge (a log line says why not), on "
+        "the CPU after the steps are shown (llm_judge_timing). off: never.",
     )
     llm_judge_timing: Literal["auto", "before", "after"] = Field(
         "auto",
         description="When the judge runs. before: the steps are shown once judged. after: the ranker's section is "
         "shown at once (the API's 'steps' event says checking: true), then the judge runs and, where it picks "
         "another section, a 'revised' event replaces the steps and names the one shown first. auto: before where "
-        "the generator runs on a GPU or a server (tens of milliseconds), after on the CPU (seconds).",
+        "the generator runs on a GPU or a server (tens of milliseconds), after on the CPU (seconds; llm_judge = "
+        "on).",
     )
 
 

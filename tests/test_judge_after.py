@@ -1,6 +1,7 @@
-"""The LLM judge after the steps are shown (answer.llm_judge_timing = "after", the CPU's default): the ranker's
-section at once, its steps event saying a check follows; then the judge's pick, replacing the steps only where it
-chose another section, and saying which one was shown first. Before (a GPU's default) the answer waits for it.
+"""The LLM judge after the steps are shown (answer.llm_judge_timing = "after", the CPU's where the judge is turned
+on): the ranker's section at once, its steps event saying a check follows; then the judge's pick, replacing the
+steps only where it chose another section, and saying which one was shown first. Before (a GPU's default) the
+answer waits for it.
 
 The judge is scripted (tests/fakes.py): the real model's scoring is specified in test_llm_judge.py."""
 
@@ -162,17 +163,18 @@ def test_over_the_api_a_generator_that_cannot_judge_leaves_the_answer_as_shown(
     assert done["judge"] is None and done["steps"]
     assert "cannot score yes/no answers" in caplog.text
 
-    # The default (auto) where the shipped generator is not installed (this test store holds SmolLM2 only).
+    # The default (auto) with the generator on the CPU: no judge, so no model is loaded for it (llm-judge.md).
     caplog.set_level(logging.INFO, logger="appliance.answer")
     assert indexed.answer.llm_judge == "auto"
-    with TestClient(create_app(indexed), client=("127.0.0.1", 50000)) as client:
+    on_the_cpu = indexed.model_copy(update={"generator": indexed.generator.model_copy(update={"n_gpu_layers": 0})})
+    with TestClient(create_app(on_the_cpu), client=("127.0.0.1", 50000)) as client:
         response = client.post("/v1/ask", json={"question": QUESTION, "stream": True})
     assert [block.split("\n")[0] for block in response.text.strip().split("\n\n")] == [
         "event: evidence",
         "event: steps",
         "event: done",
     ]
-    assert "the generator cannot be loaded" in caplog.text
+    assert "LLM judge off: the generator runs on the CPU" in caplog.text
 
 
 def test_a_slow_judge_does_not_hold_the_first_steps_back(indexed: Settings) -> None:
@@ -200,6 +202,7 @@ def test_appliance_ask_prints_the_first_steps_then_says_why_they_were_replaced(
     chosen, _ = first_pick(indexed)
     monkeypatch.setenv("APPLIANCE_HOME", str(indexed.home))
     monkeypatch.setenv("APPLIANCE_MODELS_DIR", str(indexed.models_dir))
+    monkeypatch.setenv("APPLIANCE_ANSWER_LLM_JUDGE", "on")  # on the CPU the judge runs only when turned on
     monkeypatch.setenv("APPLIANCE_ANSWER_LLM_JUDGE_TIMING", "after")
     monkeypatch.delenv("APPLIANCE_CONFIG", raising=False)
     monkeypatch.setattr("appliance.answer.answerer.load_generator", lambda settings: ScriptedJudgeGenerator())

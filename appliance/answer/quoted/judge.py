@@ -18,10 +18,12 @@ Whether the whole job or one part was asked stays the ranker's choice within a r
 scripts/bench_llm_judge.py --write, leave-one-corpus-out on the choice training set) and belong to the
 generator they were fitted with: with another generator, or another prompt, the judge is refused and the
 ranker decides alone (a log line says why). A choice the ranker is sure of (its ✓) is not judged: the judge
-changed none of 32 (bench_llm_judge.py, by_certainty). The setting `answer.llm_judge` turns it on, off, or "auto": on
-wherever the generator is installed and can judge. `answer.llm_judge_timing` says whether the answer waits for
-it (auto: on a GPU, tens of milliseconds), or shows the ranker's pick first and lets the judge replace it (auto:
-on the CPU, seconds a question: answer/quoted/checked_after.py, docs/measurements/llm-judge.md).
+would change 1 of 66, for the worse (bench_llm_judge.py, by_certainty). The setting `answer.llm_judge` turns it
+on, off, or "auto": on where the generator runs on a GPU or a server and can judge; off on the CPU, where it
+costs seconds a question and gained nothing end to end at its fitted weight (docs/measurements/llm-judge.md).
+`answer.llm_judge_timing` says whether the answer waits for it (auto: on a GPU, tens of milliseconds), or shows
+the ranker's pick first and lets the judge replace it (auto: on the CPU, with llm_judge = on:
+answer/quoted/checked_after.py).
 """
 
 from __future__ import annotations
@@ -155,7 +157,7 @@ class SectionJudge:
         if self._unsupported or len(judged) < 2:
             return choice
         if choice.certain:
-            # Where the ranker was sure (its ✓), the judge changed no pick on 32 questions of three sets
+            # Where the ranker was sure (its ✓), the judge would change 1 pick of 66 on three sets
             # (scripts/bench_llm_judge.py, by_certainty): judging it costs seconds for nothing.
             return choice
         if self.timing == "after" and self._model_busy():
@@ -196,10 +198,15 @@ def runs_fast(settings: Settings, gpu_build: Callable[[], bool]) -> bool:
     return generator.n_gpu_layers != 0 and gpu_build()
 
 
-def judge_wanted(settings: Settings) -> bool:
-    """answer.llm_judge: on, off, or auto: on wherever the generator can judge. On a GPU it judges before the
-    steps are shown; on the CPU after them (judge_timing), so the first content stays the ranker's."""
-    return settings.answer.llm_judge != "off"
+def judge_wanted(settings: Settings, gpu_build: Callable[[], bool]) -> bool:
+    """answer.llm_judge: on, off, or auto. auto: where the generator runs on a GPU or a server (it judges before
+    the steps are shown, tens of milliseconds); not on the CPU, where it costs seconds of both cores a question and,
+    at its fitted weight, gained nothing end to end (docs/measurements/llm-judge.md, stop 52). on: everywhere
+    (on the CPU after the steps: judge_timing)."""
+    wanted = settings.answer.llm_judge
+    if wanted == "auto":
+        return runs_fast(settings, gpu_build)
+    return wanted == "on"
 
 
 def judge_timing(settings: Settings, gpu_build: Callable[[], bool]) -> Timing:
@@ -229,7 +236,12 @@ def section_judge(
 ) -> SectionJudge | None:
     """The judge the settings ask for, or None (off, refused: the reason is logged). `generator` loads the
     generator; it is called only when the judge is on."""
-    if not judge_wanted(settings):
+    if not judge_wanted(settings, gpu_build):
+        if settings.answer.llm_judge == "auto":
+            logger.info(
+                "LLM judge off: the generator runs on the CPU, where the judge costs seconds a question for no "
+                "measured gain (answer.llm_judge = on judges after the steps are shown)"
+            )
         return None
     model_path = model_path or FITTED
     model = load_judge_model(model_path)
