@@ -51,10 +51,10 @@ from appliance.index.catalog import Catalog
 from scripts.choice_features import corpus_of
 from scripts.fit_choice import (
     GROUPS,
-    _fold_models,
     by_fold,
     fit_ranker,
     fit_reading,
+    fold_models,
     outcome,
     overlapping,
     probabilities,
@@ -112,7 +112,7 @@ def ranker_views(
         first, first_probability = shown(q, p, reading, mass)
         return View(p, first, first_probability)
 
-    for group, (reading, ranker) in zip(GROUPS, by_fold(_fold_models, train, l2, c, hidden), strict=True):
+    for group, (reading, ranker) in zip(GROUPS, by_fold(fold_models, train, l2, c, hidden), strict=True):
         for q in train:
             if q["group"] == group and q["candidates"]:
                 found[key(q)] = view(q, reading, ranker)

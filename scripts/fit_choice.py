@@ -485,7 +485,8 @@ def by_fold(work: Any, train: Sequence[dict[str, Any]], *settings: Any) -> list[
         return list(pool.map(work, GROUPS, *columns))
 
 
-def _fold_models(group: str, l2: tuple[float, float], c: float, hidden: tuple[int, float]) -> tuple[Reading, Ranker]:
+def fold_models(group: str, l2: tuple[float, float], c: float, hidden: tuple[int, float]) -> tuple[Reading, Ranker]:
+    """The reading and the ranker fitted without `group` (run by by_fold; bench_llm_judge.py uses them too)."""
     fit_on = [q for q in _FOLD_TRAIN if q["group"] != group]
     reading = fit_reading(fit_on, c)
     return reading, fit_ranker(fit_on, reading, l2, hidden)
@@ -593,7 +594,7 @@ def main() -> int:
     # Out-of-fold predictions of every training question (its group left out of the fit), then the
     # calibration of the choice's confidence and the "none answers" model on them.
     held_out: dict[str, dict[str, Any]] = {}
-    for group, (fold_reading, fold_ranker) in zip(GROUPS, by_fold(_fold_models, train, l2, c, hidden), strict=True):
+    for group, (fold_reading, fold_ranker) in zip(GROUPS, by_fold(fold_models, train, l2, c, hidden), strict=True):
         for q in train:
             if q["group"] == group:
                 held_out[key(q)] = prediction(q, fold_reading, fold_ranker, mass)
