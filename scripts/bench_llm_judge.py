@@ -2,9 +2,11 @@
 
 For each question: the ranker's probabilities over its candidate sections (scripts/fit_choice.py's own
 functions; for the training set out of fold, leave-one-corpus-out: the question's corpus left out of the fit;
-for the procedures' heldout split, fitted on the whole training set), its best `--candidates` regions (the
-chosen section and the best alternatives outside it: answer/quoted/judge.py's judged_regions), and each model's
-yes/no log-odds that the region's section answers (one prefill each, models/generation/judgement.py). Then:
+for the procedures' heldout split, fitted on the whole training set), its best `--candidates` regions as the
+appliance takes them (answer/quoted/judge.py's judged_regions: the section shown, for a procedure the shortest
+holding the shown mass, with the mass inside it; then the best alternatives outside it), and each model's
+yes/no log-odds that the region's section answers (one prefill each, models/generation/judgement.py). Then,
+where the ranker is not sure (a ✓ choice is not judged, as in the appliance):
 
     pick = argmax over the first K regions of  log P_ranker + w · log-odds
 
@@ -16,8 +18,8 @@ document. Time: wall time per question (all K judgements, one queue turn) and pe
 
 Inputs: the features dump of scripts/choice_features.py (--features) and the indexes it was dumped from
 (--home, with demo/ and runbooks/ inside: only their catalogs are read). CPU time is scarce on 2 cores: the
-training set is subsampled (--train-sample, seeded); every model's log-odds are cached per question (--cache),
-so a run that stops goes on where it was.
+training set is subsampled (--train-sample, seeded); every model's log-odds are cached per question with the
+sections judged (--cache), so a run that stops goes on where it was.
 
 Usage: python scripts/bench_llm_judge.py --model NAME=PATH.gguf [--model …] [--train-sample 150]
        [--write NAME]  (store the combination fitted for NAME in appliance/answer/fitted/llm_judge.json)
