@@ -365,14 +365,16 @@ def adopt_legacy_cache(cache: Path, questions: Sequence[dict[str, Any]], views: 
     by_key = {key(q): q for q in questions}
     lines = cache.read_text(encoding="utf-8").splitlines()
     entries = [json.loads(line) for line in lines]
-    if all("sections" in e for e in entries):
-        return
+    labelled = 0
     for e in entries:
         q = by_key.get(e["key"])
         if "sections" not in e and q is not None:
             p = views[e["key"]].p
             likeliest = View(p, int(np.argmax(p)), float(p.max()))
             e["sections"] = section_names(q, regions(q, likeliest, count))
+            labelled += 1
+    if not labelled:
+        return
     cache.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
 
 

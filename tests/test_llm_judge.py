@@ -469,3 +469,33 @@ def test_the_shipped_generator_judges_the_steps_above_the_purpose_and_another_do
     question = "How do I isolate the empty bank before changing the chlorine container?"
     odds = qwen.yes_no_log_odds([judge_prompt(question, s, 40) for s in (steps, purpose, bread)])
     assert odds[0] > odds[1] and odds[0] > odds[2] + 2.0
+
+
+def test_the_fit_judges_the_regions_the_appliance_judges_and_picks_as_it_does(tmp_path: Path) -> None:
+    """scripts/bench_llm_judge.py fits the weight on its own copy of the choice (features dump, not Sections): its
+    regions and its pick must be the appliance's, or the weight is fitted for another decision than the one made."""
+    from scripts.bench_llm_judge import Item, View, pick, regions
+
+    sections = sections_of(tmp_path)
+    names = ["6.1 Prepare", "6. Procedure", "7. Notifications", "1. Purpose"]
+    order = [heading(sections, name) for name in names]
+    question = {"candidates": [{"path": s.path, "heading": s.heading} for s in order]}
+    p = np.array([0.4, 0.3, 0.2, 0.1])
+
+    # The likeliest shown (a fact), then a procedure shown by its mass: "6. Procedure" holding 0.7 with 6.1 inside.
+    likeliest = choice_of(list(zip(order, p, strict=True)))
+    by_mass = Choice(Ranked(likeliest.ranked[1].candidate, 0.7), likeliest.ranked, 0.5, 0.9)
+    for choice, view in ((likeliest, View(p, 0, 0.4)), (by_mass, View(p, 1, 0.7))):
+        judged = judged_regions(choice, 3)
+        indexes = regions(question, view, 3)
+        assert [names[i] for i in indexes] == [r.section.name for r in judged]
+        chances = [view.first_probability, *(float(p[i]) for i in indexes[1:])]
+        for odds in ([-3.0, 2.0, 0.0], [1.0, -1.0, 0.5], [0.0, 0.0, 3.0]):
+            for weight in (0.0, 1.0, 4.0):
+                fitted = names[pick(Item(question, indexes, chances, odds, certain=False), weight, 3)]
+                assert fitted == rejudge(choice, judged, odds, weight).section.name
+
+    # A ✓ choice is not judged by the appliance (SectionJudge), so the fit keeps the ranker's pick there too.
+    sure = Item(question, [0, 2], [0.95, 0.05], [-5.0, 5.0], certain=True)
+    assert pick(sure, 4.0, 2) == 0
+    assert pick(sure, 4.0, 2, asked=True) == 2  # what the judge would have done, reported by by_certainty
