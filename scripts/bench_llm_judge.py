@@ -59,8 +59,7 @@ from scripts.fit_choice import (
     fold_models,
     outcome,
     overlapping,
-    probabilities,
-    shown,
+    prediction,
     summary,
     targets,
 )
@@ -96,6 +95,13 @@ class View:
     p: np.ndarray
     first: int
     first_probability: float
+    region: float  # the probability of the shown section's region (it, its parts, the sections holding it)
+    rival: float  # the best probability outside that region
+
+    @classmethod
+    def of(cls, prediction: dict[str, Any]) -> View:
+        """From fit_choice.prediction, which fit_choice.py calibrates the ✓ on."""
+        return cls(prediction["p"], prediction["shown"], prediction["p_shown"], prediction["region"], prediction["alt"])
 
 
 def ranker_views(
@@ -109,20 +115,15 @@ def ranker_views(
     """question key → the ranker's view (out of fold for the training set: its corpus left out of the fit)."""
     found: dict[str, View] = {}
 
-    def view(q: dict[str, Any], reading: Any, ranker: Any) -> View:
-        p = probabilities(q, reading, ranker)
-        first, first_probability = shown(q, p, reading, mass)
-        return View(p, first, first_probability)
-
     for group, (reading, ranker) in zip(GROUPS, by_fold(fold_models, train, l2, c, hidden), strict=True):
         for q in train:
             if q["group"] == group and q["candidates"]:
-                found[key(q)] = view(q, reading, ranker)
+                found[key(q)] = View.of(prediction(q, reading, ranker, mass))
     reading = fit_reading(train, c)
     ranker = fit_ranker(train, reading, l2, hidden)
     for q in heldout:
         if q["candidates"]:
-            found[key(q)] = view(q, reading, ranker)
+            found[key(q)] = View.of(prediction(q, reading, ranker, mass))
     return found
 
 
@@ -147,14 +148,12 @@ def section_names(q: dict[str, Any], indexes: Sequence[int]) -> list[list[str]]:
     return [[q["candidates"][i]["path"], q["candidates"][i]["heading"]] for i in indexes]
 
 
-def ranker_certain(q: dict[str, Any], view: View, ix: Sequence[int], calibration: SectionRanker) -> bool:
+def ranker_certain(view: View, calibration: SectionRanker) -> bool:
     """The product's ✓ (Choice.certain, with the shipped model's close_ratio and certain_probability): no region
     outside the shown one at least close_ratio as likely, and the shown region holding certain_probability.
     The appliance does not judge such a choice."""
-    top = q["candidates"][ix[0]]
-    region = sum(float(view.p[i]) for i, c in enumerate(q["candidates"]) if overlapping(c, top))
-    close = len(ix) > 1 and view.p[ix[1]] >= calibration.close_ratio * view.first_probability
-    return not close and region >= calibration.certain_probability
+    close = view.rival >= calibration.close_ratio * view.first_probability
+    return not close and view.region >= calibration.certain_probability
 
 
 class Sections:
@@ -353,29 +352,8 @@ def items(
             continue
         view, ix = views[key(q)], picks[key(q)]
         chances = [view.first_probability, *(float(view.p[i]) for i in ix[1:])]
-        found.append(Item(q, ix, chances, judged[key(q)]["odds"], ranker_certain(q, view, ix, calibration)))
+        found.append(Item(q, ix, chances, judged[key(q)]["odds"], ranker_certain(view, calibration)))
     return found
-
-
-def adopt_legacy_cache(cache: Path, questions: Sequence[dict[str, Any]], views: dict[str, View], count: int) -> None:
-    """Cache lines written before the judged sections were kept (stop 51 and earlier) judged the likeliest
-    candidate first: they are labelled with those regions, so they serve where the regions are the same."""
-    if not cache.exists():
-        return
-    by_key = {key(q): q for q in questions}
-    lines = cache.read_text(encoding="utf-8").splitlines()
-    entries = [json.loads(line) for line in lines]
-    labelled = 0
-    for e in entries:
-        q = by_key.get(e["key"])
-        if "sections" not in e and q is not None:
-            p = views[e["key"]].p
-            likeliest = View(p, int(np.argmax(p)), float(p.max()))
-            e["sections"] = section_names(q, regions(q, likeliest, count))
-            labelled += 1
-    if not labelled:
-        return
-    cache.write_text("".join(json.dumps(e) + "\n" for e in entries), encoding="utf-8")
 
 
 def main() -> int:
@@ -440,7 +418,6 @@ def main() -> int:
     for spec in args.model:
         name, _, path = spec.partition("=")
         cache = args.cache / f"{name}.jsonl"
-        adopt_legacy_cache(cache, [*evaluated, *sample], views, args.candidates)
         # Heldout and training questions in turns: a run cut short still has some of each.
         turns = [q for pair in itertools.zip_longest(evaluated, sample) for q in pair if q is not None]
         judged = judge_all(

@@ -408,9 +408,10 @@ def overlapping(a: dict[str, Any], b: dict[str, Any]) -> bool:
 
 
 def prediction(question: dict[str, Any], reading: Reading, ranker: Ranker, mass: float | None) -> dict[str, Any]:
-    """What the fitted choice says of one question: the likeliest candidate and its probability (the inputs of the
-    answerability model); the candidate shown, its probability as choice.py gives it (the mass inside it where a
-    procedure's shown section holds more than the likeliest), its region's probability and the best rival's."""
+    """What the fitted choice says of one question: every candidate's probability, the likeliest and its
+    probability (the inputs of the answerability model); the candidate shown, its probability as choice.py gives
+    it (the mass inside it where a procedure's shown section holds more than the likeliest), its region's
+    probability and the best rival's."""
     candidates = question["candidates"]
     if not candidates:
         return {"index": None, "p_top": 0.0, "region": 0.0, "alt": 0.0, "raw_cos": 0.0, "lex_body": 0.0}
@@ -420,6 +421,7 @@ def prediction(question: dict[str, Any], reading: Reading, ranker: Ranker, mass:
     region = float(sum(p[i] for i, c in enumerate(candidates) if overlapping(c, candidates[index])))
     alt = float(max((p[i] for i, c in enumerate(candidates) if not overlapping(c, candidates[index])), default=0.0))
     return {
+        "p": p,
         "index": top,
         "p_top": float(p[top]),
         "shown": index,

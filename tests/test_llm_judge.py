@@ -485,7 +485,8 @@ def test_the_fit_judges_the_regions_the_appliance_judges_and_picks_as_it_does(tm
     # The likeliest shown (a fact), then a procedure shown by its mass: "6. Procedure" holding 0.7 with 6.1 inside.
     likeliest = choice_of(list(zip(order, p, strict=True)))
     by_mass = Choice(Ranked(likeliest.ranked[1].candidate, 0.7), likeliest.ranked, 0.5, 0.9)
-    for choice, view in ((likeliest, View(p, 0, 0.4)), (by_mass, View(p, 1, 0.7))):
+    # Either way the shown region (6. and 6.1) holds 0.7, and the best rival outside it is 7. Notifications (0.2).
+    for choice, view in ((likeliest, View(p, 0, 0.4, 0.7, 0.2)), (by_mass, View(p, 1, 0.7, 0.7, 0.2))):
         judged = judged_regions(choice, 3)
         indexes = regions(question, view, 3)
         assert [names[i] for i in indexes] == [r.section.name for r in judged]
