@@ -5,10 +5,12 @@ functions; for the training set out of fold, leave-one-corpus-out: the question'
 for the procedures' heldout split, fitted on the whole training set), its best `--candidates` regions as the
 appliance takes them (answer/quoted/judge.py's judged_regions: the section shown, for a procedure the shortest
 holding the shown mass, with the mass inside it; then the best alternatives outside it), and each model's
-yes/no log-odds that the region's section answers (one prefill each, models/generation/judgement.py). Then,
+yes/no log-odds that the region's section answers (one prefill each, models/generation/judgement.py), or with
+--score likelihood the question's log-likelihood given the section alone (read as the mean per question
+token: query likelihood; measured only, likelihood_prompt below). Then,
 where the ranker is not sure (a ✓ choice is not judged, as in the appliance):
 
-    pick = argmax over the first K regions of  log P_ranker + w · log-odds
+    pick = argmax over the first K regions of  log P_ranker + w · score
 
 with w chosen leave-one-corpus-out (on the sampled training questions of the other corpora, the most right +
 complete answers; ties to the smaller w) and reported on the corpus left out, pooled; on the heldout procedures
@@ -22,12 +24,14 @@ training set is subsampled (--train-sample, seeded); every model's log-odds are 
 sections judged (--cache), so a run that stops goes on where it was.
 
 Usage: python scripts/bench_llm_judge.py --model NAME=PATH.gguf [--model …] [--train-sample 150]
+       [--score yes-no|likelihood] [--section-words 40] [--results FILE.json]  (likelihood: measured only)
        [--write NAME]  (store the combination fitted for NAME in appliance/answer/fitted/llm_judge.json)
 """
 
 from __future__ import annotations
 
 import argparse
+import hashlib
 import itertools
 import json
 import os
@@ -46,10 +50,11 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import appliance  # noqa: F401  (offline environment first)
-from appliance.answer.quoted.judge import FITTED, judge_prompt, prompt_version
+from appliance.answer.quoted.judge import FITTED, judge_prompt, prompt_version, section_opening
 from appliance.answer.quoted.ranker import SectionRanker, load_ranker
 from appliance.answer.quoted.sections import Section, document_sections
 from appliance.index.catalog import Catalog
+from appliance.models.generation.base import ChatMessage
 from scripts.choice_features import corpus_of
 from scripts.fit_choice import (
     GROUPS,
@@ -177,6 +182,47 @@ class Sections:
 # --- judging -----------------------------------------------------------------------------------------------
 
 
+# Query likelihood (as in UPR), measured in stop 53 and not adopted (docs/measurements/llm-judge.md): the model
+# reads the section alone and the score is how likely it finds the operator's question as the one it answers.
+LIKELIHOOD_SYSTEM = "You write the questions plant operators ask about their procedures and runbooks."
+LIKELIHOOD_USER = (
+    "Section: {label}\n{text}\n\nWrite one question an operator on shift would ask that this section answers."
+)
+
+
+def likelihood_prompt(section: Section, words: int) -> list[ChatMessage]:
+    user = LIKELIHOOD_USER.format(label=section.label, text=section_opening(section, words))
+    return [ChatMessage("system", LIKELIHOOD_SYSTEM), ChatMessage("user", user)]
+
+
+@dataclass(frozen=True)
+class Score:
+    """How a model scores a region: its yes/no log-odds ("yes-no", the appliance's judge) or the log-likelihood
+    of the question given the section ("likelihood")."""
+
+    name: str
+
+    def version(self) -> str:
+        if self.name == "yes-no":
+            return prompt_version()
+        text = LIKELIHOOD_SYSTEM + "\x00" + LIKELIHOOD_USER
+        return "likelihood-" + hashlib.sha256(text.encode("utf-8")).hexdigest()[:12]
+
+    def cache(self, folder: Path, model: str) -> Path:
+        return folder / (f"{model}.jsonl" if self.name == "yes-no" else f"{model}.{self.name}.jsonl")
+
+    def of(
+        self, generator: Any, q: dict[str, Any], sections: list[Section], words: int
+    ) -> tuple[list[float], list[int]]:
+        """The scores of the regions and each prompt's token count."""
+        if self.name == "yes-no":
+            prompts = [judge_prompt(q["searched"], s, words) for s in sections]
+            return generator.yes_no_log_odds(prompts), [generator.prompt_tokens(p) for p in prompts]
+        prompts = [likelihood_prompt(s, words) for s in sections]
+        scores = generator.reply_log_likelihoods(prompts, q["searched"].strip())
+        return scores, [generator.prompt_tokens(p) for p in prompts]
+
+
 def judge_all(
     name: str,
     path: Path,
@@ -187,15 +233,16 @@ def judge_all(
     threads: int,
     words: int,
     cached_only: bool = False,
+    score: Score = Score("yes-no"),
 ) -> dict[str, dict[str, Any]]:
-    """Each question's log-odds for its regions by model `name`, cached in `cache` (one JSON line a question,
+    """Each question's scores for its regions by model `name`, cached in `cache` (one JSON line a question,
     with the sections judged: an entry for other regions, another prompt or another length is judged anew)."""
     wanted = {key(q): section_names(q, picks[key(q)]) for q in questions}
     done: dict[str, dict[str, Any]] = {}
     if cache.exists():
         for line in cache.read_text(encoding="utf-8").splitlines():
             entry = json.loads(line)
-            current = entry.get("prompt") == prompt_version() and entry.get("words") == words
+            current = entry.get("prompt") == score.version() and entry.get("words") == words
             if current and entry.get("sections") == wanted.get(entry["key"]):
                 done[entry["key"]] = entry
     todo = [q for q in questions if key(q) not in done and len(picks[key(q)]) >= 2]
@@ -207,17 +254,15 @@ def judge_all(
     try:
         with cache.open("a", encoding="utf-8") as out:
             for number, q in enumerate(todo, start=1):
-                prompts = [judge_prompt(q["searched"], s, words) for s in sections.of(q, picks[key(q)])]
                 started = time.perf_counter()
-                odds = generator.yes_no_log_odds(prompts)
+                odds, tokens = score.of(generator, q, sections.of(q, picks[key(q)]), words)
                 ms = (time.perf_counter() - started) * 1000.0
-                tokens = [generator.prompt_tokens(p) for p in prompts]
                 entry = {
                     "key": key(q),
                     "odds": odds,
                     "ms": ms,
                     "tokens": tokens,
-                    "prompt": prompt_version(),
+                    "prompt": score.version(),
                     "words": words,
                     "sections": wanted[key(q)],
                 }
@@ -231,6 +276,20 @@ def judge_all(
     finally:
         generator.close()
     return done
+
+
+def per_token(judged: dict[str, dict[str, Any]], questions: Sequence[dict[str, Any]], path: Path) -> dict[str, Any]:
+    """Log-likelihoods as the mean over the question's tokens (as UPR reads them): one weight then means the
+    same for a short question and a long one."""
+    import llama_cpp
+
+    vocabulary = llama_cpp.Llama(str(path), vocab_only=True, verbose=False)
+    out = dict(judged)
+    for q in questions:
+        if key(q) in out:
+            count = len(vocabulary.tokenize(q["searched"].strip().encode("utf-8"), add_bos=False, special=False))
+            out[key(q)] = {**out[key(q)], "odds": [o / count for o in out[key(q)]["odds"]]}
+    return out
 
 
 # --- measuring ---------------------------------------------------------------------------------------------
@@ -373,8 +432,17 @@ def main() -> int:
     parser.add_argument(
         "--cached-only", action="store_true", help="Measure on the questions already judged (a run stopped early)."
     )
+    parser.add_argument(
+        "--score",
+        choices=("yes-no", "likelihood"),
+        default="yes-no",
+        help="yes-no: the judge's yes/no log-odds (what the appliance runs); likelihood: the question's mean "
+        "log-probability per token given the section (query likelihood), measured only.",
+    )
     parser.add_argument("--write", metavar="NAME", help="Store the combination fitted for model NAME as the default.")
     args = parser.parse_args()
+    if args.write and args.score != "yes-no":
+        parser.error("--write stores the yes/no judge the appliance runs; --score likelihood is measured only")
 
     dump = pickle.loads(args.features.read_bytes())
     questions = dump["questions"]
@@ -410,21 +478,25 @@ def main() -> int:
         "heldout_procedures": sum(q["set"] == "procedures" for q in evaluated),
         "procedures_llm": sum(q["set"] == "procedures_llm" for q in evaluated),
         "section_words": args.section_words,
-        "prompt": prompt_version(),
+        "score": args.score,
+        "prompt": Score(args.score).version(),
         "ranker": chosen,
         "certain": {"close_ratio": calibration.close_ratio, "certain_probability": calibration.certain_probability},
         "models": {},
     }
     for spec in args.model:
         name, _, path = spec.partition("=")
-        cache = args.cache / f"{name}.jsonl"
+        score = Score(args.score)
+        cache = score.cache(args.cache, name)
         # Heldout and training questions in turns: a run cut short still has some of each.
         turns = [q for pair in itertools.zip_longest(evaluated, sample) for q in pair if q is not None]
         judged = judge_all(
-            name, Path(path), turns, picks, sections, cache, args.threads, args.section_words, args.cached_only
+            name, Path(path), turns, picks, sections, cache, args.threads, args.section_words, args.cached_only, score
         )
         if args.judge_only:
             continue
+        if score.name == "likelihood":
+            judged = per_token(judged, [*evaluated, *sample], Path(path))
 
         train_items = items(sample, views, picks, judged, calibration)
         heldout_items = items(evaluated, views, picks, judged, calibration)

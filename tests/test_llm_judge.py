@@ -147,6 +147,48 @@ def test_a_judgement_prompt_longer_than_the_context_is_a_generator_error(smollm:
         smollm.yes_no_log_odds([[SYSTEM, ChatMessage("user", "word " * 1200)]])
 
 
+CAPITALS = [
+    [ChatMessage("user", "What is the capital of France?")],
+    [ChatMessage("user", "Name a fruit.")],
+]
+
+
+def test_a_reply_s_likelihood_is_its_tokens_log_probabilities_as_plain_llama_cpp_reads_them(
+    smollm: LlamaCppGenerator,
+) -> None:
+    import llama_cpp
+
+    reply = "The capital of France is Paris."
+    scores = smollm.reply_log_likelihoods(CAPITALS, reply)
+    plain = llama_cpp.Llama(str(smollm.model_path), n_ctx=256, n_threads=1, logits_all=True, verbose=False)
+    try:
+        reply_ids = plain.tokenize(reply.encode(), add_bos=False, special=False)
+        for messages, score in zip(CAPITALS, scores, strict=True):
+            prompt = smollm._prompt_token_ids(messages)
+            plain.reset()
+            plain.eval(prompt + reply_ids)
+            expected = 0.0
+            for offset, token in enumerate(reply_ids):
+                row = np.asarray(plain.scores[len(prompt) - 1 + offset], dtype=np.float64)
+                expected += row[token] - (row.max() + math.log(np.exp(row - row.max()).sum()))
+            assert score == pytest.approx(expected, abs=0.3)  # batches split otherwise: float rounding only
+    finally:
+        plain.close()
+    assert scores[0] > scores[1]  # the answer is likelier after its own question
+
+
+def test_a_reply_s_likelihood_does_not_depend_on_what_ran_before_and_leaves_the_reply_out_of_the_cache(
+    smollm: LlamaCppGenerator,
+) -> None:
+    first = smollm.reply_log_likelihoods(CAPITALS, "Paris.")
+    smollm.yes_no_log_odds(YES_NO)
+    assert smollm.reply_log_likelihoods(CAPITALS, "Paris.") == first
+    assert smollm._llm.n_tokens == smollm.prompt_tokens(CAPITALS[1])
+    assert smollm.reply_log_likelihoods([], "Paris.") == []
+    with pytest.raises(GeneratorError, match="empty reply"):
+        smollm.reply_log_likelihoods(CAPITALS, "")
+
+
 # -- the remote backend (a scripted OpenAI-compatible server) ------------------------------------
 
 

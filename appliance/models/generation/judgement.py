@@ -57,6 +57,11 @@ def log_odds_from_logits(logits: np.ndarray, yes: Sequence[int], no: Sequence[in
     return _logsumexp(logits[list(yes)]) - _logsumexp(logits[list(no)])
 
 
+def log_probability(logits: np.ndarray, token: int) -> float:
+    """log P(token) under the softmax of `logits` (a reply's likelihood, token by token)."""
+    return float(logits[token]) - _logsumexp(logits)
+
+
 def log_odds_from_top(top: Iterable[tuple[str, float]]) -> float:
     """The log-odds from a server's top log-probabilities of the first token ((token text, logprob), …).
 

@@ -60,7 +60,7 @@ from appliance.models.generation.base import (
 from appliance.models.generation.cpu_backends import load_cpu_backend, loaded_variant
 from appliance.models.generation.drafting import GreedyVerifier, PromptLookup, TextAssembler
 from appliance.models.generation.fair_queue import FairQueue, Ticket
-from appliance.models.generation.judgement import answer_token_ids, log_odds_from_logits
+from appliance.models.generation.judgement import answer_token_ids, log_odds_from_logits, log_probability
 from appliance.models.generation.llama_log import router
 
 logger = logging.getLogger("appliance.generator")
@@ -565,6 +565,59 @@ class LlamaCppGenerator(GeneratorBase):
         except Exception as exc:
             raise GeneratorError(f"judging with {self.model_id} failed: {exc}") from exc
         return odds
+
+    def reply_log_likelihoods(
+        self, prompts: Sequence[list[ChatMessage]], reply: str, *, per_token: bool = False
+    ) -> list[float]:
+        """For each prompt, log P(`reply` | prompt): the summed log-probability of the reply's tokens as the start
+        of the model's answer (`per_token`: their mean). One prefill of each prompt and one of the reply, no
+        sampling.
+
+        Used to score sections by how likely the question is given them (the question as the reply to "write
+        the question this section answers"). The reply's tokens are taken back out of the cache afterwards."""
+        if not prompts:
+            return []
+        for messages in prompts:
+            check_messages(messages)
+        llm = self._llm
+        reply_ids = llm.tokenize(reply.encode("utf-8"), add_bos=False, special=False)
+        if not reply_ids:
+            raise GeneratorError("an empty reply has no likelihood")
+        if len(reply_ids) > self.n_batch:
+            raise GeneratorError(f"a reply of {len(reply_ids)} tokens exceeds generator.n_batch ({self.n_batch})")
+        token_lists = [self._prompt_token_ids(messages) for messages in prompts]
+        longest = max(len(ids) for ids in token_lists) + len(reply_ids)
+        if longest >= self.n_ctx:
+            raise GeneratorError(
+                f"a likelihood prompt has {longest} tokens but the context window holds {self.n_ctx} "
+                "(setting generator.n_ctx)"
+            )
+        common = _common_prefix(token_lists)
+        scores: list[float] = []
+        try:
+            with self._queue.slot():
+                # The common part evaluated alone, whatever ran before: the same prompts give the same figures.
+                llm.reset()
+                llm.eval(common)
+                for ids in token_lists:
+                    llm._ctx.kv_cache_seq_rm(-1, len(common), -1)
+                    llm.n_tokens = len(common)
+                    llm.eval(ids[len(common) :])
+                    last = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, -1)
+                    total = log_probability(np.ctypeslib.as_array(last, shape=(llm.n_vocab(),)), reply_ids[0])
+                    # The reply in one batch with logits at every position (eval keeps only the last row).
+                    llm._batch.set_batch(batch=reply_ids, n_past=llm.n_tokens, logits_all=True)
+                    llm._ctx.decode(llm._batch)
+                    for position, token in enumerate(reply_ids[1:]):
+                        row = llama_cpp.llama_get_logits_ith(llm._ctx.ctx, position)
+                        total += log_probability(np.ctypeslib.as_array(row, shape=(llm.n_vocab(),)), token)
+                    llm._ctx.kv_cache_seq_rm(-1, llm.n_tokens, -1)  # the reply's tokens: not in input_ids
+                    scores.append(total / len(reply_ids) if per_token else total)
+        except (GeneratorBusy, GeneratorError):
+            raise
+        except Exception as exc:
+            raise GeneratorError(f"scoring with {self.model_id} failed: {exc}") from exc
+        return scores
 
     # -- the rest ----------------------------------------------------------------------------
 
