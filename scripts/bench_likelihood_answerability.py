@@ -42,6 +42,9 @@ import appliance  # noqa: F401  (offline environment first)
 from appliance.models.generation.base import ChatMessage
 from scripts.bench_llm_judge import LIKELIHOOD_SYSTEM, Sections, View, key, likelihood_prompt, ranker_views
 from scripts.fit_choice import GROUPS, targets
+from scripts.lib.report import finish
+from scripts.lib.resumable import cached_entries
+from scripts.lib.separation import auc
 
 REPO = Path(__file__).resolve().parent.parent
 NEUTRAL_USER = "Write one question an operator on shift would ask about the plant's procedures or runbooks."
@@ -52,13 +55,6 @@ WORDS = 100
 
 def neutral_prompt() -> list[ChatMessage]:
     return [ChatMessage("system", LIKELIHOOD_SYSTEM), ChatMessage("user", NEUTRAL_USER)]
-
-
-def auc(positive: Sequence[float], negative: Sequence[float]) -> float | None:
-    if not positive or not negative:
-        return None
-    wins = sum((p > n) + 0.5 * (p == n) for p in positive for n in negative)
-    return round(wins / (len(positive) * len(negative)), 3)
 
 
 def logit(p: float) -> float:
@@ -105,6 +101,11 @@ def fit(rows: Sequence[tuple[dict[str, Any], float]]) -> tuple[np.ndarray, float
     return weights, best_t
 
 
+def section_name(q: dict[str, Any], views: dict[str, View]) -> list[str]:
+    c = q["candidates"][views[key(q)].first]
+    return [c["path"], c["heading"]]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--features", type=Path, default=REPO / ".appliance" / "choice_features.pkl")
@@ -142,11 +143,7 @@ def main() -> int:
         and (q["set"] in ("tune", *MEASURED) or (q["set"] == "train" and (not q["answerable"] or key(q) in sampled)))
     ]
 
-    done: dict[str, dict[str, Any]] = {}
-    if args.cache.exists():
-        for line in args.cache.read_text(encoding="utf-8").splitlines():
-            entry = json.loads(line)
-            done[entry["key"]] = entry
+    done = cached_entries(args.cache)
     sections = Sections(args.home)
     todo = [q for q in asked if key(q) not in done or done[key(q)]["section"] != section_name(q, views)]
     if todo:
@@ -191,9 +188,9 @@ def main() -> int:
         report["auc"][name] = {
             "answerable": len(pos),
             "unanswerable": len(neg),
-            "pmi": auc(pos, neg),
-            "likelihood_given_section": auc(given_pos, given_neg),
-            "evidence_probability": auc(ev_pos, ev_neg),
+            "pmi": auc(neg, pos),
+            "likelihood_given_section": auc(given_neg, given_pos),
+            "evidence_probability": auc(ev_neg, ev_pos),
         }
     folds = {}
     out_of_fold: list[dict[str, Any]] = []
@@ -213,14 +210,7 @@ def main() -> int:
     report["measured"] = {s: decide([r for r in rows if r[0]["set"] == s], weights, threshold) for s in MEASURED}
     report["ms_median"] = round(float(np.median([done[key(q)]["ms"] for q in asked])))
     args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=1) + "\n")
-    print(json.dumps(report, indent=1))
-    return 0
-
-
-def section_name(q: dict[str, Any], views: dict[str, View]) -> list[str]:
-    c = q["candidates"][views[key(q)].first]
-    return [c["path"], c["heading"]]
+    return finish(report, args.json)
 
 
 if __name__ == "__main__":

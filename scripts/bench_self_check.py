@@ -41,6 +41,9 @@ from appliance.answer.generated.citations import parse_citations
 from appliance.models.generation import ChatMessage
 from appliance.models.generation.local import hold_prefix
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+from scripts.lib.separation import auc
+
 PROBES = {
     "after": "Do the numbered sources state the answer to my question, for exactly what I asked about? "
     "Reply with Yes or No.",
@@ -183,14 +186,6 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, Any]:
             }
         out[name] = table
     return out
-
-
-def auc(low: list[float], high: list[float]) -> float | None:
-    """The chance that a `low` row scores below a `high` row (ties half): 1.0 separates them perfectly."""
-    if not low or not high:
-        return None
-    wins = sum((a < b) + 0.5 * (a == b) for a in low for b in high)
-    return round(wins / (len(low) * len(high)), 3)
 
 
 def separation(rows: list[dict[str, Any]]) -> dict[str, Any]:

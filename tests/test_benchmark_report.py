@@ -37,3 +37,13 @@ def test_a_stage_saved_midway_is_replaced_by_the_next(tmp_path: Path) -> None:
     assert json.loads(out.read_text(encoding="utf-8")) == {"stage": 2}
     save_report({"stage": 3}, None)  # no --json: nothing written
     assert json.loads(out.read_text(encoding="utf-8")) == {"stage": 2}
+
+
+def test_the_auc_is_the_chance_a_low_row_scores_below_a_high_one_ties_half() -> None:
+    from scripts.lib.separation import auc
+
+    assert auc([0.1, 0.2], [0.3, 0.4]) == 1.0
+    assert auc([0.3, 0.4], [0.1, 0.2]) == 0.0
+    assert auc([0.5], [0.5]) == 0.5
+    assert auc([0.1, 0.5], [0.3]) == 0.5
+    assert auc([], [0.3]) is None and auc([0.3], []) is None
