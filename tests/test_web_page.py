@@ -459,11 +459,19 @@ def pdf_viewer_page(browser: Any, page: int, timeout_s: float = 20.0) -> str | N
     return shown
 
 
+@pytest.fixture(scope="module")
+def demo_home(tmp_path_factory: pytest.TempPathFactory, models_dir: Path) -> Path:
+    """The demo corpus indexed once for this module's servers; each serves its own copy of the home."""
+    home = tmp_path_factory.mktemp("demo-index") / "home"
+    ingest(Settings(home=home, models_dir=models_dir), [DEMO_CORPUS])
+    return home
+
+
 @pytest.fixture
-def demo_server(settings: Settings) -> Iterator[tuple[str, str, CitingGenerator]]:
+def demo_server(settings: Settings, demo_home: Path) -> Iterator[tuple[str, str, CitingGenerator]]:
     from appliance.server.auth import TokenStore
 
-    ingest(settings, [DEMO_CORPUS])
+    shutil.copytree(demo_home, settings.home, dirs_exist_ok=True)
     with TokenStore(settings.tokens_path) as store:
         _, secret = store.create("operator", name="shift-b")
     generator = CitingGenerator(
@@ -572,14 +580,14 @@ def test_open_the_cited_pdf_and_markdown_sops_and_ask_a_follow_up(
 
 
 @pytest.fixture
-def quoted_server(home: Path, models_dir: Path) -> Iterator[tuple[str, str]]:
+def quoted_server(home: Path, models_dir: Path, demo_home: Path) -> Iterator[tuple[str, str]]:
     """The demo corpus served with the default settings: answers are the documents' own text."""
     from appliance.server.auth import TokenStore
 
     generator = GeneratorSettings.model_validate({"model": "smollm2-135m-instruct"})  # in the test model store
     settings = Settings(home=home, models_dir=models_dir, generator=generator)
     assert settings.answer.mode == "quoted"
-    ingest(settings, [DEMO_CORPUS])
+    shutil.copytree(demo_home, home, dirs_exist_ok=True)
     with TokenStore(settings.tokens_path) as store:
         _, secret = store.create("operator", name="shift-c")
     with serving(create_app(settings), "uvicorn-quoted-page-test") as base:
