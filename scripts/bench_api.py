@@ -5,10 +5,13 @@ Measures, in one run:
     same searches called in-process (the naive alternative: no service at all) — the ratio is
     the price of HTTP, auth, audit and the JSON round trip;
   * POST /v1/ask on the refusal path (questions the documents do not cover: no LLM call);
+  * POST /v1/ask with quoted answers (procedures and facts the documents hold: the default path, no LLM call),
+    each question asked once first, next to the same questions asked again of one in-process Answerer — the
+    server should answer a question over documents it has read before as fast as the library does;
   * the server's resident memory (VmRSS, VmHWM) after the load.
 Only loopback is contacted; every loop is bounded in count and time.
 
-Usage: python scripts/bench_api.py [--requests 2000] [--clients 16] [--corpus docs_corpus]
+Usage: python scripts/bench_api.py [--requests 2000] [--clients 16] [--corpus docs_corpus] [--results FILE.json]
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from typing import Any
 import httpx
 
 import appliance  # noqa: F401
+from appliance.answer.answerer import Answerer
 from appliance.config import Settings
 from appliance.evaluate.metrics import percentile
 from appliance.ingest.pipeline import ingest
@@ -41,6 +45,14 @@ SEARCHES = [
     "filter backwash turbidity limit",
     "lockout tagout who removes a lock",
     "generator load test minimum load",
+]
+ANSWERED = [
+    "How do I change a chlorine ton container?",
+    "ALM-GEN-FAIL-START during an outage, what do I do at GCP-601?",
+    "fluoride pumps stopped on ALM-FL-HIGH-02 - what has to be true before I restart the feed?",
+    "What gasket do I use when reconnecting VR-451 after a container change?",
+    "How do I backwash a filter?",
+    "need to take one clearwell cell down for cleaning - how much can the plant make with only one cell?",
 ]
 UNCOVERED = [
     "How do I restart the Zabbix agent?",
@@ -108,6 +120,7 @@ def main() -> int:
     parser.add_argument("--corpus", type=Path, default=REPO / "docs_corpus")
     parser.add_argument("--models-dir", type=Path, default=REPO / "models")
     parser.add_argument("--home", type=Path, default=None, help="Reuse this home's index (default: a new one).")
+    parser.add_argument("--results", type=Path, default=None, help="Also write the report to this JSON file.")
     args = parser.parse_args()
 
     home = args.home or Path(tempfile.mkdtemp(prefix="bench-api-"))
@@ -122,6 +135,16 @@ def main() -> int:
         searcher.search(SEARCHES[i % len(SEARCHES)])
         in_process.append((time.perf_counter() - started) * 1000)
     searcher.close()
+
+    answerer = Answerer(settings)
+    for question in ANSWERED:  # the first asks embed the documents' section labels: measured below, warm
+        answerer.ask(question)
+    answered_in_process: list[float] = []
+    for i in range(len(ANSWERED) * 5):
+        started = time.perf_counter()
+        answerer.ask(ANSWERED[i % len(ANSWERED)])
+        answered_in_process.append((time.perf_counter() - started) * 1000)
+    answerer.close()
 
     port = free_port()
     env = {**os.environ, "APPLIANCE_HOME": str(home), "APPLIANCE_MODELS_DIR": str(settings.models_dir)}
@@ -144,6 +167,11 @@ def main() -> int:
         refusals = hammer(
             f"{base}/v1/ask", [{"question": q} for q in UNCOVERED], min(400, args.requests), args.clients, 300
         )
+        for question in ANSWERED:
+            httpx.post(f"{base}/v1/ask", json={"question": question}, timeout=300)
+        answered = hammer(
+            f"{base}/v1/ask", [{"question": q} for q in ANSWERED], min(200, args.requests), args.clients, 300
+        )
         memory = memory_kb(server.pid)
     finally:
         server.terminate()
@@ -160,9 +188,18 @@ def main() -> int:
         },
         "http_vs_in_process_throughput": round(search["requests_per_s"] / in_process_rps, 2),
         "ask_refusal_path_http": refusals,
+        "ask_quoted_http": answered,
+        "ask_quoted_in_process_single_thread": {
+            "requests_per_s": round(1000.0 / (sum(answered_in_process) / len(answered_in_process)), 1),
+            "p50_ms": round(percentile(answered_in_process, 50), 1),
+            "p95_ms": round(percentile(answered_in_process, 95), 1),
+        },
         "server_memory_mb": {name: round(kb / 1024, 1) for name, kb in memory.items()},
     }
     print(json.dumps(report, indent=2))
+    if args.results:
+        args.results.parent.mkdir(parents=True, exist_ok=True)
+        args.results.write_text(json.dumps(report, indent=2) + "\n")
     return 0
 
 

@@ -138,6 +138,27 @@ def test_a_how_do_i_question_gets_the_whole_procedure_in_order_verbatim(indexed:
     assert [s.kind for s in result.steps if "WARNING" in s.text] == ["warning"]
 
 
+def test_the_server_embeds_a_section_label_once_however_many_requests_ask(indexed: Settings) -> None:
+    """Each request answers through a view of its own; the section labels it embeds stay with the process, so a
+    second operator's question over the same documents embeds no label again (a second and more on 2 cores)."""
+    from fastapi.testclient import TestClient
+
+    from appliance.server.app import create_app
+    from tests.test_api import LOOPBACK_CLIENT
+
+    answerer = quoted(indexed)
+    labels = answerer.labels
+    app = create_app(indexed, answerer=answerer)
+    with TestClient(app, client=LOOPBACK_CLIENT) as client:
+        first = client.post("/v1/ask", json={"question": "How do I change a chlorine container?"})
+        assert first.status_code == 200 and first.json()["answer_kind"] == "procedure"
+        remembered = len(labels)
+        assert remembered > 0, "the request's labels were not kept by the process"
+        again = client.post("/v1/ask", json={"question": "how do i swap an empty chlorine container"})
+        assert again.status_code == 200 and again.json()["answer_kind"] == "procedure"
+    assert len(labels) == remembered, "the second request embedded the same documents' labels again"
+
+
 def test_every_shown_step_is_the_text_of_the_chunk_it_cites(indexed: Settings) -> None:
     answerer = quoted(indexed)
     result = answerer.ask("How do I change a chlorine container?")

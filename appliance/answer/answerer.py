@@ -50,15 +50,23 @@ REFUSAL_CLOSEST = 3
 
 
 class Answerer:
-    """One per process: holds the searcher (index, embedder) and the generator (loaded on first use)."""
+    """One per process: holds the searcher (index, embedder) and the generator (loaded on first use).
+
+    The server answers each request through a view of its own (server/answering.py) that shares the process's
+    searcher, generator and `labels`: a view with label vectors of its own would embed every candidate's label
+    again on every question (a second and more on 2 cores)."""
 
     def __init__(
-        self, settings: Settings, searcher: Searcher | None = None, generator: Generator | None = None
+        self,
+        settings: Settings,
+        searcher: Searcher | None = None,
+        generator: Generator | None = None,
+        labels: LabelVectors | None = None,
     ) -> None:
         self.settings = settings
         self.searcher = searcher or Searcher(settings)
         self._generator = generator
-        self._labels: LabelVectors | None = None
+        self._labels = labels
 
     @property
     def generator(self) -> Generator:

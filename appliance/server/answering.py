@@ -153,6 +153,7 @@ async def answer_events(
         state.settings,
         searcher=state.searcher,
         generator=_TrackedGenerator(state.generator, handle, state.refresh_queue_depth),  # type: ignore[arg-type]
+        labels=state.answerer.labels,  # the process's: a label embedded for one question serves the next
     )
     send, receive = anyio.create_memory_object_stream[tuple[str, Any]](0)
     token = anyio.lowlevel.current_token()
