@@ -107,6 +107,49 @@ def test_unknown_request_id_is_a_404_that_names_it_and_is_still_audited(
     assert read_ratings(api_settings.audit_dir, parse_period("1d")) == []
 
 
+def test_only_a_rating_of_an_answer_still_being_recorded_waits_for_its_record(
+    client: TestClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """An answer's record is written just after its last byte: a rating of it clicked at once waits for it. Any
+    other id is looked up once, so a typo or a flood of made-up ids holds no thread for seconds of scans."""
+    import appliance.server.middleware as middleware
+    import appliance.server.routes_feedback as routes
+
+    state = client.app.state.appliance  # type: ignore[attr-defined]
+    pending_while_recorded: list[bool] = []
+    write_audit = middleware.write_audit
+
+    def recording(app_state: object, endpoint: str, **fields: object) -> None:
+        if endpoint in ("ask", "chat"):
+            pending_while_recorded.append(fields["request_id"] in state.unrecorded_answers)
+        write_audit(app_state, endpoint, **fields)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(middleware, "write_audit", recording)
+    waits: list[float] = []
+    find_answer = routes.find_answer
+
+    def looked_up(audit_dir: object, request_id: str, wait_s: float = 0.0) -> object:
+        waits.append(wait_s)
+        return find_answer(audit_dir, request_id, wait_s)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(routes, "find_answer", looked_up)
+
+    answer = ask(client)
+    chat = client.post("/v1/chat/completions", json={"messages": [{"role": "user", "content": QUESTION}]})
+    assert pending_while_recorded == [True, True] and chat.status_code == 200
+    assert state.unrecorded_answers == set(), "an answer stays pending after its record is written"
+    assert client.post("/v1/feedback", json={"request_id": answer["request_id"], "rating": "up"}).status_code == 200
+    assert_problem(client.post("/v1/feedback", json={"request_id": "typo-in-the-id", "rating": "up"}), 404)
+    assert waits == [0.0, 0.0], "an answer already recorded and an unknown id are each looked up once"
+
+    state.unrecorded_answers.add("an-answer-whose-last-byte-just-left")
+    monkeypatch.setattr(routes, "ANSWER_RECORD_WAIT_S", 0.2)
+    assert_problem(
+        client.post("/v1/feedback", json={"request_id": "an-answer-whose-last-byte-just-left", "rating": "up"}), 404
+    )
+    assert waits[-1] == 0.2
+
+
 @pytest.mark.parametrize(
     ("body", "field"),
     [

@@ -22,6 +22,7 @@ from starlette.requests import ClientDisconnect
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from appliance.errors import DiskFull
+from appliance.reports.feedback import ANSWER_ENDPOINTS
 from appliance.server.auditing import AUDITED, write_audit
 from appliance.server.problems import Problem, log_unexpected, problem_for_error, problem_response
 from appliance.server.security import apply_security_headers
@@ -98,6 +99,10 @@ class RequestContextMiddleware:
         path = str(scope.get("path", ""))
         status = 500
         response_started = False
+        audited = AUDITED.get((str(scope.get("method")), path))
+        answering = audited in ANSWER_ENDPOINTS
+        if answering:
+            self.state.unrecorded_answers.add(request_id)
 
         async def send_with_headers(message: Message) -> None:
             nonlocal status, response_started
@@ -137,9 +142,13 @@ class RequestContextMiddleware:
                 status,
                 seconds * 1000.0,
             )
-            audited = AUDITED.get((str(scope.get("method")), path)) or AUDITED.get((str(scope.get("method")), endpoint))
-            if audited is not None:
-                await self._audit(scope, audited, request_id, status, seconds * 1000.0)
+            audited = audited or AUDITED.get((str(scope.get("method")), endpoint))
+            try:
+                if audited is not None:
+                    await self._audit(scope, audited, request_id, status, seconds * 1000.0)
+            finally:
+                if answering:
+                    self.state.unrecorded_answers.discard(request_id)
 
     def _body_limit(self, scope: Scope) -> int:
         """An upload may carry a file of up to the upload limit (the route counts the file itself exactly)."""

@@ -38,6 +38,9 @@ class AppState:
     asks_in_flight: threading.BoundedSemaphore = field(
         default_factory=lambda: threading.BoundedSemaphore(MAX_ASKS_IN_FLIGHT)
     )
+    # The request ids of this process's answers whose audit record is not written yet: a rating of one of them
+    # waits for its record (routes_feedback.py); a rating of any other id is looked up once.
+    unrecorded_answers: set[str] = field(default_factory=set)
 
     @property
     def searcher(self) -> Searcher:
