@@ -25,7 +25,6 @@ import argparse
 import hashlib
 import json
 import os
-import pickle
 import random
 import statistics
 import sys
@@ -43,7 +42,17 @@ import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.quoted.judge import section_opening
 from appliance.answer.quoted.ranker import load_ranker
 from appliance.answer.quoted.sections import Section
-from scripts.bench_llm_judge import Sections, View, ceiling, evaluate, items, key, ranker_views, regions, separation
+from scripts.bench_llm_judge import (
+    Sections,
+    View,
+    ceiling,
+    evaluate,
+    items,
+    judged_sets,
+    key,
+    regions,
+    separation,
+)
 from scripts.fit_choice import GROUPS, overlapping, targets
 
 REPO = Path(__file__).resolve().parent.parent
@@ -212,21 +221,7 @@ def main() -> int:
     args = parser.parse_args()
     settings = Training()
 
-    dump = pickle.loads(args.features.read_bytes())
-    questions = dump["questions"]
-    for q in questions:
-        if q["set"] in ("procedures", "procedures_llm"):
-            q["kind"] = "procedure"
-    # The same training and measured questions as bench_llm_judge.py.
-    train = [q for q in questions if q["set"] == "train" or (q["set"] == "procedures" and q["split"] == "tune")]
-    heldout = [
-        q for q in questions if (q["set"] == "procedures" and q["split"] == "heldout") or q["set"] == "procedures_llm"
-    ]
-    chosen = json.loads(args.fit_results.read_text())["chosen"]
-    l2 = (chosen["ranker_l2"]["base_features"], chosen["ranker_l2"]["heading_words"])
-    layer = chosen.get("hidden_layer", {"units": 0, "l2": 0.0})
-    hidden = (layer["units"], layer["l2"])
-    views = ranker_views(train, heldout, l2, chosen["reading_c"], hidden, chosen.get("shown_mass"))
+    train, heldout, views, chosen = judged_sets(args.features, args.fit_results)  # as bench_llm_judge.py
     calibration = load_ranker()
     usable = [q for q in train if q["answerable"] and key(q) in views and targets(q) is not None]
     evaluated = [q for q in heldout if key(q) in views and targets(q) is not None]

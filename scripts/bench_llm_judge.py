@@ -132,6 +132,29 @@ def ranker_views(
     return found
 
 
+def judged_sets(
+    features: Path, fit_results: Path
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]], dict[str, View], dict[str, Any]]:
+    """The training questions, the measured ones, the ranker's view of each (out of fold for the training set)
+    and the ranker settings fit_choice.py chose, from the features dump and fit_choice.py's results."""
+    questions = pickle.loads(features.read_bytes())["questions"]
+    for q in questions:
+        if q["set"] in ("procedures", "procedures_llm"):
+            q["kind"] = "procedure"
+    train = [q for q in questions if q["set"] == "train" or (q["set"] == "procedures" and q["split"] == "tune")]
+    # Measured, never fitted on: the procedure set's heldout split (burned for feature design, issue 40) and the
+    # procedure set the local model drafted (procedures_llm.jsonl), where the features dump holds it.
+    heldout = [
+        q for q in questions if (q["set"] == "procedures" and q["split"] == "heldout") or q["set"] == "procedures_llm"
+    ]
+    chosen = json.loads(fit_results.read_text())["chosen"]
+    l2 = (chosen["ranker_l2"]["base_features"], chosen["ranker_l2"]["heading_words"])
+    layer = chosen.get("hidden_layer", {"units": 0, "l2": 0.0})  # the ranker fit_choice.py chose, hidden layer too
+    hidden = (layer["units"], layer["l2"])
+    views = ranker_views(train, heldout, l2, chosen["reading_c"], hidden, chosen.get("shown_mass"))
+    return train, heldout, views, chosen
+
+
 def key(q: dict[str, Any]) -> str:
     return q["set"] + ":" + q["id"]
 
@@ -444,22 +467,7 @@ def main() -> int:
     if args.write and args.score != "yes-no":
         parser.error("--write stores the yes/no judge the appliance runs; --score likelihood is measured only")
 
-    dump = pickle.loads(args.features.read_bytes())
-    questions = dump["questions"]
-    for q in questions:
-        if q["set"] in ("procedures", "procedures_llm"):
-            q["kind"] = "procedure"
-    train = [q for q in questions if q["set"] == "train" or (q["set"] == "procedures" and q["split"] == "tune")]
-    # Measured, never fitted on: the procedure set's heldout split (burned for feature design, issue 40) and the
-    # procedure set the local model drafted (procedures_llm.jsonl), where the features dump holds it.
-    heldout = [
-        q for q in questions if (q["set"] == "procedures" and q["split"] == "heldout") or q["set"] == "procedures_llm"
-    ]
-    chosen = json.loads(args.fit_results.read_text())["chosen"]
-    l2 = (chosen["ranker_l2"]["base_features"], chosen["ranker_l2"]["heading_words"])
-    layer = chosen.get("hidden_layer", {"units": 0, "l2": 0.0})  # the ranker fit_choice.py chose, hidden layer too
-    hidden = (layer["units"], layer["l2"])
-    views = ranker_views(train, heldout, l2, chosen["reading_c"], hidden, chosen.get("shown_mass"))
+    train, heldout, views, chosen = judged_sets(args.features, args.fit_results)
     calibration = load_ranker()  # the shipped ✓: close_ratio and certain_probability
 
     usable = [q for q in train if q["answerable"] and key(q) in views and targets(q) is not None]
