@@ -66,20 +66,16 @@ class Answerer:
         self.settings = settings
         self.searcher = searcher or Searcher(settings)
         self._generator = generator
-        self._labels = labels
+        # The embedder's vectors of section labels, kept while the process runs (quoted/label_vectors.py). Made
+        # here, not on first use, where two first questions at once would each make one and keep only the last;
+        # the embedder itself still loads on first use. (`is None`: an empty LabelVectors is falsy.)
+        self.labels = labels if labels is not None else LabelVectors(lambda texts: self.searcher.embedder.embed(texts))
 
     @property
     def generator(self) -> Generator:
         if self._generator is None:
             self._generator = load_generator(self.settings)
         return self._generator
-
-    @property
-    def labels(self) -> LabelVectors:
-        """The embedder's vectors of section labels, kept while the process runs (quoted/label_vectors.py)."""
-        if self._labels is None:
-            self._labels = LabelVectors(self.searcher.embedder.embed)
-        return self._labels
 
     @cached_property
     def judge(self) -> SectionJudge | None:
