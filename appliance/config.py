@@ -97,8 +97,8 @@ class EmbedderSettings(Section):
         "auto",
         description="Runtime of the embedder: torch (sentence-transformers, float32), torch-bf16 (bfloat16 matrix "
         "products, CPUs with AMX or AVX512_BF16), onnx (ONNX Runtime, float32) or onnx-int8 (int8 per token, "
-        "cosine >= 0.99 to torch); auto = torch-bf16 where the CPU has it, else onnx where the model has its export, "
-        "else torch. "
+        "cosine >= 0.99 to torch); auto = torch-bf16 where the CPU has AMX, else onnx where the model has its "
+        "export, else torch. "
         "The ONNX files are made from the same weights by `appliance models init` or a bundle.",
     )
     threads: int = Field(0, ge=0, le=512, description="CPU threads for embedding batches (ingest); 0 = one per core.")
