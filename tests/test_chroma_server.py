@@ -24,7 +24,8 @@ from appliance.errors import ConfigError
 from appliance.index.filters import Filters
 from appliance.index.vectors import VectorIndex, VectorStoreUnavailable, parse_server_url
 from appliance.ingest.pipeline import ingest, reindex
-from appliance.retrieve.search import MODES, Searcher
+from appliance.retrieve.modes import MODES
+from appliance.retrieve.search import Searcher
 from appliance.server.app import create_app
 from tests.chroma_server import ChromaServer, free_port, requires_chroma_cli, running_chroma, unique_collection
 from tests.fakes import ScriptedGenerator

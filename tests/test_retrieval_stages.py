@@ -18,7 +18,8 @@ from appliance.ingest.pipeline import ingest
 from appliance.retrieve.aggregate import aggregate_documents
 from appliance.retrieve.evidence import Evidence
 from appliance.retrieve.fusion import min_max, weighted_fusion, z_scores, zscore_fusion
-from appliance.retrieve.search import MODES, Searcher
+from appliance.retrieve.modes import MODES
+from appliance.retrieve.search import Searcher
 
 # --- weighted fusion ---------------------------------------------------------------------------------
 

@@ -5,12 +5,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterable
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
-from appliance.answer.answerer import Alternative, Answerer, AnswerResult, EvidenceItem
-from appliance.answer.quoted.answer import Step
 from appliance.cli.common import current_settings, echo_json, handle_errors
 from appliance.cli.table_layout import aligned, table_lines, terminal_width
 from appliance.config import AnswerMode
@@ -18,6 +16,10 @@ from appliance.documents.original import host_files, open_hint
 from appliance.index.filters import DOC_TYPES, Filters
 from appliance.retrieve.spelling import did_you_mean_line
 from appliance.text.pipe_tables import PipeTable, is_table, row_at
+
+if TYPE_CHECKING:  # the answer path is imported by `ask` alone: every other command starts without it
+    from appliance.answer.answerer import Alternative, AnswerResult, EvidenceItem
+    from appliance.answer.quoted.answer import Step
 
 
 def _where(item: EvidenceItem) -> str:
@@ -285,6 +287,8 @@ def register(cli: click.Group) -> None:
         Examples: appliance ask "How do I change a chlorine ton container?"
                   appliance ask "What do I check before changing a chlorine cylinder?" --mode generated --stream
         """
+        from appliance.answer.answerer import Answerer
+
         answerer = Answerer(current_settings())
         filters = Filters(path_prefix=path_prefix, doc_types=doc_types)
         try:

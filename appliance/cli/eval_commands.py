@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from appliance.cli.common import current_settings, echo_json, handle_errors
-from appliance.evaluate.runner import EVAL_MODES, eval_beir, eval_qa
+from appliance.evaluate.modes import EVAL_MODES
 
 
 def _print_latency(latency: dict[str, Any]) -> None:
@@ -37,6 +37,8 @@ def register(cli: click.Group) -> None:
 
         Example: appliance eval beir ../shared/data/scifact --split train --mode hybrid --run-out run.trec
         """
+        from appliance.evaluate.runner import eval_beir  # the evaluation, loaded only for this command
+
         progress = None if as_json else (lambda message: click.echo(message, err=True))
         result = eval_beir(
             current_settings(),
@@ -68,6 +70,8 @@ def register(cli: click.Group) -> None:
 
         Example: appliance eval qa scripts/qa/runbooks_heldout.jsonl --json
         """
+        from appliance.evaluate.runner import eval_qa
+
         result = eval_qa(current_settings(), file)
         if as_json:
             echo_json(result)

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from appliance.cli.common import current_settings, echo_json, handle_errors
 from appliance.documents.original import host_files, open_hint
 from appliance.index.filters import DOC_TYPES, Filters
-from appliance.ingest.pipeline import IngestReport, Progress, ingest, reindex
-from appliance.retrieve.search import MODES, Searcher
+from appliance.retrieve.modes import MODES
 from appliance.retrieve.spelling import did_you_mean_line
-from appliance.status import index_status
 from appliance.text.pipe_tables import one_line
+
+if TYPE_CHECKING:  # each command imports what it runs: `appliance --help` and `status` start without the rest
+    from appliance.ingest.pipeline import IngestReport, Progress
 
 SNIPPET_CHARS = 300  # of a passage, on one line, under each search hit
 
@@ -103,6 +104,8 @@ def register(cli: click.Group) -> None:
 
         Example: appliance ingest docs_corpus --json
         """
+        from appliance.ingest.pipeline import ingest
+
         settings = current_settings()
         report = _run_with_progress(as_json, lambda progress: ingest(settings, list(paths), progress))
         _print_report(report, as_json)
@@ -117,6 +120,8 @@ def register(cli: click.Group) -> None:
 
         Example: appliance reindex --json
         """
+        from appliance.ingest.pipeline import reindex
+
         settings = current_settings()
         report = _run_with_progress(as_json, lambda progress: reindex(settings, progress))
         _print_report(report, as_json)
@@ -141,6 +146,8 @@ def register(cli: click.Group) -> None:
 
         Example: appliance search "VLV-3042-B isolation" --k 5 --path docs_corpus/ --type pdf
         """
+        from appliance.retrieve.search import Searcher
+
         searcher = Searcher(current_settings())
         try:
             result = searcher.search(
@@ -185,6 +192,8 @@ def register(cli: click.Group) -> None:
 
         Example: appliance status --json
         """
+        from appliance.status import index_status
+
         status = index_status(current_settings())
         if as_json:
             echo_json(status)

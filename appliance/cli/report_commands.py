@@ -11,7 +11,6 @@ from appliance.cli.common import current_settings, echo_json, handle_errors
 from appliance.reports.feedback import feedback_report
 from appliance.reports.gaps import gaps_report, searcher_probe
 from appliance.reports.period import DEFAULT_SINCE, parse_period
-from appliance.retrieve.search import Searcher
 
 SINCE_HELP = "The period, counted back from now: a number and m, h, d or w (7d, 24h, 2w)."
 
@@ -70,6 +69,8 @@ def register(cli: click.Group) -> None:
         """
         settings = current_settings()
         period = parse_period(since)
+        from appliance.retrieve.search import Searcher  # the index and embedder, for this report only
+
         searcher = Searcher(settings)
         try:
             data = gaps_report(

@@ -11,7 +11,6 @@ import click
 from appliance.cli.common import current_settings, echo_json, handle_errors
 from appliance.errors import ApplianceError
 from appliance.index.catalog import Catalog
-from appliance.ingest.pipeline import ingest
 from appliance.ingest.watch import TreeWatcher, WatchError, watch, write_trigger
 
 
@@ -64,6 +63,8 @@ def register(cli: click.Group) -> None:
                 write_trigger(trigger, changed)
                 line = {"changed": len(changed), "first": str(changed[0]), "trigger": str(trigger)}
             else:
+                from appliance.ingest.pipeline import ingest  # the first change loads the pipeline
+
                 try:
                     report = ingest(settings, roots)
                 except ApplianceError as exc:  # another writer holds the index: the next change retries

@@ -7,7 +7,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from appliance.config import Settings
 from appliance.errors import ApplianceError
@@ -15,13 +15,12 @@ from appliance.evaluate.beir import load_qrels, load_queries
 from appliance.evaluate.beir_index import build_beir_index
 from appliance.evaluate.errors import DataFileError
 from appliance.evaluate.metrics import evaluate_run, percentile
+from appliance.evaluate.modes import EvalMode
 from appliance.evaluate.trec import write_run
 from appliance.retrieve.aggregate import aggregate_documents
+from appliance.retrieve.modes import Mode
 from appliance.retrieve.rerank import find_reranker
-from appliance.retrieve.search import Mode, Searcher
-
-EvalMode = Literal["lexical", "dense", "hybrid", "rerank"]
-EVAL_MODES: tuple[EvalMode, ...] = ("lexical", "dense", "hybrid", "rerank")
+from appliance.retrieve.search import Searcher
 
 
 def _latency_summary(per_stage: dict[str, list[float]]) -> dict[str, dict[str, float]]:

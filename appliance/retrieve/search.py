@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal
+from typing import Any
 
 import numpy as np
 
@@ -26,13 +26,12 @@ from appliance.retrieve.aggregate import aggregate_documents
 from appliance.retrieve.evidence import Evidence, EvidenceSignals, decide_evidence
 from appliance.retrieve.fusion import reciprocal_rank_fusion, weighted_fusion, zscore_fusion
 from appliance.retrieve.lexical import lexical_search
+from appliance.retrieve.modes import Mode
 from appliance.retrieve.rerank import Reranker, find_reranker
 from appliance.retrieve.spelling import Spelling, correct_spelling
 from appliance.retrieve.vocabulary import CorpusVocabulary
 from appliance.text.english import english_words
 
-Mode = Literal["lexical", "dense", "hybrid"]
-MODES: tuple[Mode, ...] = ("lexical", "dense", "hybrid")
 Scored = list[tuple[ChunkRow, float]]
 
 
