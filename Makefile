@@ -125,6 +125,7 @@ run: install models
 bench: install models wheelhouse
 	$(BIN)/python scripts/bench_ingest.py
 	$(BIN)/python scripts/bench_embedder.py
+	$(BIN)/python scripts/bench_embedder_start.py
 	$(BIN)/python scripts/bench_generation.py
 	$(BIN)/python scripts/bench_load.py
 	$(BIN)/python scripts/bench_retrieval.py
