@@ -299,7 +299,7 @@ def test_an_answer_cut_at_the_token_limit_is_flagged_and_the_cli_says_its_last_s
 
     monkeypatch.setenv("APPLIANCE_GENERATOR_MAX_TOKENS", "16")
     monkeypatch.setattr(
-        "appliance.cli.ask_command.Answerer",
+        "appliance.answer.answerer.Answerer",  # what `appliance ask` imports when it runs
         lambda settings: Answerer(settings, generator=ScriptedGenerator(steps)),  # type: ignore[arg-type]
     )
     printed = CliRunner().invoke(cli, ["ask", question])
@@ -353,7 +353,7 @@ def test_a_sentence_cited_to_the_wrong_source_is_corrected_and_the_key_fact_left
     assert "VLV-3042-B" in data["quotes"][0]["text"]
 
     monkeypatch.setattr(
-        "appliance.cli.ask_command.Answerer",
+        "appliance.answer.answerer.Answerer",  # what `appliance ask` imports when it runs
         lambda settings: Answerer(settings, generator=WrongSourceGenerator("")),  # type: ignore[arg-type]
     )
     printed = CliRunner().invoke(cli, ["ask", question])
@@ -378,7 +378,7 @@ def test_the_warning_names_what_no_source_holds_and_says_so_when_nothing_is_inve
         (reworded, "(every command, value and name in them is in the sources)", "in no source"),
     ):
         monkeypatch.setattr(
-            "appliance.cli.ask_command.Answerer",
+            "appliance.answer.answerer.Answerer",  # what `appliance ask` imports when it runs
             lambda settings, answer=answer: Answerer(settings, generator=ScriptedGenerator(answer)),  # type: ignore[arg-type]
         )
         printed = CliRunner().invoke(cli, ["ask", question])
