@@ -12,9 +12,9 @@ onnx-int8   ONNX Runtime with int8 matrix products, activations quantized per to
 auto        torch-bf16 where the CPU has AMX, otherwise onnx when the model folder holds its ONNX export
             (the shipped embedders do), otherwise torch: a model an admin added without an export still
             runs. AVX512_BF16 alone is not enough: on 2 such cores ONNX Runtime fp32 embedded batches
-            1.4x faster than torch-bf16, a query in 6 ms against 22-30, and loaded in 0.9 s against 6-8
-            (torch-bf16 imports sentence-transformers and transformers' modelling code);
-            scripts/bench_embedder_start.py.
+            1.9x as fast as torch-bf16, a query in 6.2 ms against 27, and gave its first vector 0.4 s
+            after the interpreter started against 6.5 (torch-bf16 imports sentence-transformers and
+            transformers' modelling code); scripts/bench_embedder_start.py.
 """
 
 from __future__ import annotations
