@@ -67,10 +67,10 @@ def register(cli: click.Group) -> None:
 
         Example: appliance report gaps --since 30d --json
         """
-        settings = current_settings()
-        period = parse_period(since)
         from appliance.retrieve.search import Searcher  # the index and embedder, for this report only
 
+        settings = current_settings()
+        period = parse_period(since)
         searcher = Searcher(settings)
         try:
             data = gaps_report(
