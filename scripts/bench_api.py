@@ -17,7 +17,6 @@ Usage: python scripts/bench_api.py [--requests 2000] [--clients 16] [--corpus do
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import socket
 import subprocess
@@ -30,12 +29,15 @@ from typing import Any
 
 import httpx
 
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a script: make `scripts.lib` importable
+
 import appliance  # noqa: F401
 from appliance.answer.answerer import Answerer
 from appliance.config import Settings
 from appliance.evaluate.metrics import percentile
 from appliance.ingest.pipeline import ingest
 from appliance.retrieve.search import Searcher
+from scripts.lib.report import finish
 
 REPO = Path(__file__).resolve().parent.parent
 SEARCHES = [
@@ -196,11 +198,7 @@ def main() -> int:
         },
         "server_memory_mb": {name: round(kb / 1024, 1) for name, kb in memory.items()},
     }
-    print(json.dumps(report, indent=2))
-    if args.results:
-        args.results.parent.mkdir(parents=True, exist_ok=True)
-        args.results.write_text(json.dumps(report, indent=2) + "\n")
-    return 0
+    return finish(report, args.results, indent=2)
 
 
 if __name__ == "__main__":

@@ -54,6 +54,7 @@ from scripts.bench_llm_judge import (
     separation,
 )
 from scripts.fit_choice import GROUPS, overlapping, targets
+from scripts.lib.report import save_report
 
 REPO = Path(__file__).resolve().parent.parent
 BASE_MODEL = REPO / "models" / "embedder" / "all-MiniLM-L6-v2"
@@ -261,8 +262,7 @@ def main() -> int:
         "right_beats_wrong": separation(train_items, args.candidates),
         "by_k": [evaluate(train_items, heldout_items, k) for k in range(2, args.candidates + 1)],
     }
-    args.results.parent.mkdir(parents=True, exist_ok=True)
-    args.results.write_text(json.dumps(report, indent=1) + "\n")
+    save_report(report, args.results)
     print_table(report)
     return 0
 

@@ -15,6 +15,7 @@ def save_report(report: Any, path: Path | None, *, indent: int = 1) -> None:
     """Write the figures to `path` (nothing without one); a long run calls it after each stage, so a
     stopped run keeps what it measured."""
     if path is not None:
+        path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(json.dumps(report, indent=indent) + "\n")
 
 
