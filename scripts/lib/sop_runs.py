@@ -143,9 +143,9 @@ def compare_runs(before: Run, after: Run) -> list[SetComparison]:
                 continue
             comparison.rows_compared += 1
             changed = {
-                name: (old.get(name), row.get(name))
-                for name in OUTCOME_FIELDS
-                if (name in row or name in old) and old.get(name) != row.get(name)
+                outcome: (old.get(outcome), row.get(outcome))
+                for outcome in OUTCOME_FIELDS
+                if old.get(outcome) != row.get(outcome)
             }
             if changed:
                 comparison.changes.append(RowChange(key, changed, _verdict(old, row)))
