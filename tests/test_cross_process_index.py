@@ -67,10 +67,20 @@ class Running:
     mode: str
 
     def search(self, query: str, mode: str, k: int = 5) -> dict[str, Any]:
-        response = httpx.post(f"{self.base}/v1/search", json={"query": query, "mode": mode, "k": k}, timeout=300)
+        try:
+            response = httpx.post(f"{self.base}/v1/search", json={"query": query, "mode": mode, "k": k}, timeout=300)
+        except httpx.TransportError as error:
+            raise AssertionError(self.gone(error)) from error
         assert response.status_code == 200, response.text[:500]
         body: dict[str, Any] = response.json()
         return body
+
+    def gone(self, error: Exception) -> str:
+        """Why a request got no answer: the server's exit status and the end of its log."""
+        lines = self.log.read_text(errors="replace").splitlines() if self.log.exists() else []
+        tail = "\n".join(line for line in lines if '"POST /v1/' not in line and '"GET /' not in line)[-4000:]
+        status = self.process.poll()
+        return f"{self.mode}: the server did not answer ({error!r}); exit status {status}; its log:\n{tail}"
 
     def paths(self, query: str, mode: str) -> list[str]:
         return [hit["path"] for hit in self.search(query, mode)["hits"]]

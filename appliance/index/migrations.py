@@ -142,14 +142,55 @@ MIGRATIONS: list[tuple[str, str]] = [
 
 def apply_migrations(conn: sqlite3.Connection, migrations: list[tuple[str, str]] = MIGRATIONS) -> list[str]:
     """Apply every migration not yet recorded in the database's `migrations` table; return the names applied
-    now. Also used by the other SQLite files of the home (tokens) with their own list."""
-    conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
-    done = {row[0] for row in conn.execute("SELECT name FROM migrations")}
-    applied: list[str] = []
-    for name, script in migrations:
-        if name in done:
-            continue
-        # executescript commits first; wrap the script and its record in one transaction.
-        conn.executescript("BEGIN;\n" + script + f"\nINSERT INTO migrations VALUES ('{name}', {time.time()});\nCOMMIT;")
-        applied.append(name)
-    return applied
+    now. Also used by the other SQLite files of the home (tokens) with their own list.
+
+    Processes may open a new database together (the workers of `appliance serve --workers N` on a fresh
+    home): what is pending is read again and applied under one write lock (BEGIN IMMEDIATE), so one process
+    applies each migration and the others find it done. An up-to-date database is only read: opening it
+    never waits for a writer (an ingest in progress). The connection must not be inside a transaction."""
+    if not _pending(conn, migrations):
+        return []
+    conn.execute("BEGIN IMMEDIATE")
+    try:
+        conn.execute("CREATE TABLE IF NOT EXISTS migrations (name TEXT PRIMARY KEY, applied_at REAL NOT NULL)")
+        pending = _pending(conn, migrations)
+        for name, script in pending:
+            for statement in statements(script):
+                conn.execute(statement)
+            conn.execute("INSERT INTO migrations VALUES (?, ?)", (name, time.time()))
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.execute("ROLLBACK")
+        raise
+    return [name for name, _ in pending]
+
+
+def _pending(conn: sqlite3.Connection, migrations: list[tuple[str, str]]) -> list[tuple[str, str]]:
+    recorded = conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'migrations'").fetchone()
+    done = {row[0] for row in conn.execute("SELECT name FROM migrations")} if recorded else set()
+    return [(name, script) for name, script in migrations if name not in done]
+
+
+def statements(script: str) -> list[str]:
+    """A migration's statements, one by one (executescript would commit the transaction they run in): split
+    at each semicolon that ends a complete statement, so a trigger's BEGIN … END stays whole."""
+    found: list[str] = []
+    pending = ""
+    *ended, rest = script.split(";")  # rest: what follows the last semicolon
+    for piece in ended:
+        pending += piece
+        if sqlite3.complete_statement(pending + ";"):
+            if _has_sql(pending):
+                found.append(pending.strip() + ";")
+            pending = ""
+        else:
+            pending += ";"
+    pending += rest
+    if _has_sql(pending):
+        raise ValueError(f"a migration ends in an unfinished statement: {pending.strip()[:80]!r}")
+    return found
+
+
+def _has_sql(text: str) -> bool:
+    """Whether `text` holds more than blank lines and -- comments."""
+    return any(line.split("--", 1)[0].strip() for line in text.splitlines())
