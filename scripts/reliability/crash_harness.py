@@ -472,7 +472,8 @@ class ServeKillReport:
     requests_answered: int = 0
     requests_cut: int = 0
     unrecorded: int = 0  # answered requests whose record the kill prevented
-    records_before_torn: int = 0
+    records_written: int = 0  # records the audit verify counted after the last kill
+    records_before_torn: int = 0  # the same count, after half a record was appended to the newest file
     records_final: int = 0
     torn_detected: bool = False
     torn_problem: str = ""
@@ -581,6 +582,7 @@ def run_serve_kills(
     last_line = newest.read_bytes().splitlines(keepends=True)[-1]
     with newest.open("ab") as handle:
         handle.write(last_line[: len(last_line) // 2])
+    report.records_written = records
     code, verified = _audit_verify(env)
     report.records_before_torn = verified["records"]
     torn = [problem for problem in verified["problems"] if "torn" in problem["problem"]]
