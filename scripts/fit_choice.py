@@ -558,6 +558,23 @@ def _fold(group: str, l2: tuple[float, float], c: float, hidden: tuple[int, floa
     return {mass: measure(held, reading, ranker, mass) for mass in SHOWN_MASSES}, reading_accuracy(held, reading)
 
 
+def load_questions(path: Path) -> list[dict[str, Any]]:
+    """The questions scripts/choice_features.py dumped, each of a procedure set marked as asking for one."""
+    dump = pickle.loads(path.read_bytes())
+    if tuple(dump["features"]) != BASE_FEATURES:
+        raise SystemExit("the features file was dumped with other feature names: run scripts/choice_features.py again")
+    questions: list[dict[str, Any]] = dump["questions"]
+    for q in questions:
+        if q["set"] in PROCEDURE_SETS:
+            q["kind"] = "procedure"  # every question of procedures.jsonl and procedures_llm.jsonl asks for one
+    return questions
+
+
+def is_training(question: dict[str, Any]) -> bool:
+    """The training set, and the procedure set's tune split (procedures.jsonl: chosen on, never reported)."""
+    return bool(question["set"] == "train" or (question["set"] == "procedures" and question["split"] == "tune"))
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--features", type=Path, default=REPO / ".appliance" / "choice_features.pkl")
@@ -569,15 +586,8 @@ def main() -> int:
         help="Choose the settings afresh, not keeping the shipped ones when no other is clearly better out of fold.",
     )
     args = parser.parse_args()
-    dump = pickle.loads(args.features.read_bytes())
-    if tuple(dump["features"]) != BASE_FEATURES:
-        raise SystemExit("the features file was dumped with other feature names: run scripts/choice_features.py again")
-    questions = dump["questions"]
-    for q in questions:
-        if q["set"] in PROCEDURE_SETS:
-            q["kind"] = "procedure"  # every question of procedures.jsonl and procedures_llm.jsonl asks for one
-    # The training set, and the procedure set's tune split (procedures.jsonl: chosen on, never reported).
-    train = [q for q in questions if q["set"] == "train" or (q["set"] == "procedures" and q["split"] == "tune")]
+    questions = load_questions(args.features)
+    train = [q for q in questions if is_training(q)]
     report: dict[str, Any] = {"training_questions": len(train)}
 
     # Regularization: chosen out of fold (leave one corpus out), below.
@@ -639,12 +649,7 @@ def main() -> int:
         if not better:
             best = held
             l2, c, hidden = held[0], held[1], held[2]
-    report["chosen"] = {
-        "ranker_l2": {"base_features": best[0][0], "heading_words": best[0][1]},
-        "reading_c": best[1],
-        "hidden_layer": hidden_layer_json(hidden),
-        "shown_mass": best[3],
-    }
+    report["chosen"] = settings_json(best)
     report["leave_one_corpus_out"] = grid[best]
     report["hidden_layer_out_of_fold"] = {
         f"{units} units, l2 {penalty}": {

@@ -20,7 +20,6 @@ import argparse
 import json
 import multiprocessing
 import os
-import pickle
 import sys
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -31,14 +30,17 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from scripts.bench_sop import PROCEDURE_SETS
 from scripts.fit_choice import (
     GROUPS,
     SHOWN_MASSES,
+    clearly_better,
     fit_hidden,
     fit_linear,
     fit_reading,
+    is_training,
+    load_questions,
     measure,
+    question_merits,
     with_hidden,
 )
 
@@ -53,22 +55,10 @@ MODELS = ("linear", f"hidden {SHIPPED_SEEDS} seeds", f"hidden {len(SEEDS)} seeds
 _DUMPS: dict[str, list[dict[str, Any]]] = {}  # inherited by the fold processes (fork)
 
 
-def load(path: Path) -> list[dict[str, Any]]:
-    questions: list[dict[str, Any]] = pickle.loads(path.read_bytes())["questions"]
-    for q in questions:
-        if q["set"] in PROCEDURE_SETS:
-            q["kind"] = "procedure"
-    return questions
-
-
-def training(questions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
-    return [q for q in questions if q["set"] == "train" or (q["set"] == "procedures" and q["split"] == "tune")]
-
-
 def evaluated(questions: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     sets: dict[str, list[dict[str, Any]]] = {}
     for q in questions:
-        if q["set"] == "train" or (q["set"] == "procedures" and q["split"] == "tune"):
+        if is_training(q):
             continue
         name = "procedures (heldout)" if q["set"] == "procedures" else q["set"]
         sets.setdefault(name, []).append(q)
@@ -79,7 +69,7 @@ def work(dump: str, group: str | None) -> dict[str, Any]:
     """Fit on the training set without `group` (all of it when None); the rows shown per model and mass, on the
     group left out or on every evaluation set."""
     questions = _DUMPS[dump]
-    train = training(questions)
+    train = [q for q in questions if is_training(q)]
     fit_on = [q for q in train if group is None or q["group"] != group]
     reading = fit_reading(fit_on, READING_C)
     linear, problem = fit_linear(fit_on, reading, L2)
@@ -95,10 +85,6 @@ def work(dump: str, group: str | None) -> dict[str, Any]:
         }
         for name, chosen in targets.items()
     }
-
-
-def merit(rows: Sequence[dict[str, Any]]) -> np.ndarray:
-    return np.array([float(r["complete"]) + float(r["right"]) for r in rows])
 
 
 def figures(rows: Sequence[dict[str, Any]]) -> dict[str, float]:
@@ -119,7 +105,7 @@ def main() -> int:
     parser.add_argument("--b", type=Path, default=REPO / ".appliance" / "choice_features_base.pkl")
     parser.add_argument("--results", type=Path, default=REPO / "scripts" / "results" / "fit_choice_stability.json")
     args = parser.parse_args()
-    _DUMPS["a"], _DUMPS["b"] = load(args.a), load(args.b)
+    _DUMPS["a"], _DUMPS["b"] = load_questions(args.a), load_questions(args.b)
     jobs = [(dump, group) for dump in ("a", "b") for group in (*GROUPS, None)]
     with ProcessPoolExecutor(os.cpu_count() or 1, mp_context=multiprocessing.get_context("fork")) as pool:
         done = dict(zip(jobs, pool.map(work, *zip(*jobs, strict=True)), strict=True))
@@ -150,9 +136,9 @@ def main() -> int:
             }
     # The paired standard error of a difference in merit between two settings, out of fold (dump a): the noise
     # a selection among settings has to see through.
-    base = merit(pooled["a"]["linear"]["None"])
+    base = question_merits(pooled["a"]["linear"]["None"])
     spreads = [
-        float(np.std(merit(pooled["a"][model][mass]) - base, ddof=1) / np.sqrt(len(base)))
+        clearly_better(question_merits(pooled["a"][model][mass]), base)[2]
         for model in MODELS
         for mass in map(str, SHOWN_MASSES)
         if (model, mass) != ("linear", "None")
