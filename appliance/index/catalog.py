@@ -69,12 +69,36 @@ def _chunk_row(row: sqlite3.Row | tuple) -> ChunkRow:  # type: ignore[type-arg]
     return ChunkRow(**dict(zip(_CHUNK_COLUMNS, row, strict=True)))
 
 
+def _use_write_ahead_log(conn: sqlite3.Connection, path: Path, *, timeout_s: float) -> None:
+    """Switch the file to WAL (persistent: later opens find it set), waiting out other processes.
+
+    Changing the journal mode needs the file to itself, and SQLite answers "database is locked" at once,
+    without its busy handler, when another connection is changing it or reading the new file at that
+    moment; the workers of `serve --workers N` opening a fresh home together meet exactly that.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            mode = conn.execute("PRAGMA journal_mode=WAL").fetchone()[0]
+        except sqlite3.OperationalError as error:
+            if "locked" not in str(error) or time.monotonic() > deadline:
+                raise
+        else:
+            if str(mode).lower() == "wal":
+                return
+            if time.monotonic() > deadline:
+                raise sqlite3.OperationalError(
+                    f"{path}: could not switch to WAL in {timeout_s:g} s (journal mode stays {mode})"
+                )
+        time.sleep(0.02)
+
+
 class Catalog:
     def __init__(self, path: Path) -> None:
         self.path = path
         path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(path, timeout=30.0, isolation_level=None, check_same_thread=False)
-        self.conn.execute("PRAGMA journal_mode=WAL")
+        _use_write_ahead_log(self.conn, path, timeout_s=30.0)
         self.conn.execute("PRAGMA synchronous=NORMAL")
         self.conn.execute("PRAGMA foreign_keys=ON")
         apply_migrations(self.conn)
