@@ -21,6 +21,10 @@ answer is still shown, without a ✓). The figures for MISS_COST 1 and 2 are pri
 Measured, never fitted on: howtos_scope, demo_corpus, runbooks_heldout, runbooks_sampled, procedures_llm,
 procedures (the answered questions of each: what the note says under answers operators are shown).
 
+Reported beside it, never written to the model: whether the same reading, at a higher threshold chosen out of
+fold (an answerable question refused costs as much as an unanswerable one answered), should refuse the answer
+outright. It did not pay (stop 58): see docs/measurements/unmatched-note.md.
+
 Searches only (no model): indexes as bench_sop.py (.appliance/bench-sop). The readings are cached per question
 (--cache; --fresh to recollect after the readings change). Usage:
   python scripts/fit_unmatched_note.py [--write] [--json scripts/results/fit_unmatched_note.json]
@@ -56,6 +60,15 @@ PENALTIES = (1.0, 3.0, 10.0)
 MISS_COST = 3.0
 OTHER_COSTS = (1.0, 2.0)
 THRESHOLDS = tuple(round(0.05 * i, 2) for i in range(1, 20))
+# A refusal, tried and reported, not shipped (docs/measurements/unmatched-note.md): where the model reads a word as
+# a subject the documents do not cover so surely that the answer would become a refusal. REFUSAL_MISS_COST was set
+# before any fit: a refusal of an answerable question is as
+# dangerous as an invented command, and an out-of-scope question answered with another machine's steps (under a
+# check badge and the note) is the wrong procedure: equal costs. 1.0 is "never" (the former design).
+REFUSAL_MISS_COST = 1.0
+REFUSAL_OTHER_COSTS = (0.5, 2.0)
+NEVER = 1.0
+REFUSAL_THRESHOLDS = (*(round(0.05 * i, 2) for i in range(8, 20)), NEVER)
 # Operator-style variants of these sets' questions: does the note come or go with the wording alone?
 PERTURBED = ("howtos", "demo", "procedures_llm")
 VARIANT = "~"
@@ -224,6 +237,73 @@ def cost(entries: Sequence[dict[str, Any]], scores: Sequence[float], threshold: 
     return total
 
 
+def refused(entry: dict[str, Any], score: float, threshold: float) -> bool:
+    """Whether the answer becomes a refusal: answered by the evidence decision, a word read surely enough."""
+    return entry["answered"] and bool(entry["terms"]) and threshold < NEVER and score >= threshold
+
+
+def refusal_cost(
+    entries: Sequence[dict[str, Any]], scores: Sequence[float], threshold: float, miss_cost: float
+) -> float:
+    """Over the answered questions: answerable ones refused + miss_cost · unanswerable ones still answered."""
+    total = 0.0
+    for entry, score in zip(entries, scores, strict=True):
+        if not entry["answered"]:
+            continue
+        if entry["answerable"] and refused(entry, score, threshold):
+            total += 1.0
+        elif not entry["answerable"] and not refused(entry, score, threshold):
+            total += miss_cost
+    return total
+
+
+def choose_refusal(entries: Sequence[dict[str, Any]], scores: Sequence[float], miss_cost: float) -> tuple[float, float]:
+    """The refusal threshold with the lowest out-of-fold cost (ties: the higher, fewer refusals), and that cost."""
+    best = min((refusal_cost(entries, scores, t, miss_cost), -t) for t in REFUSAL_THRESHOLDS)
+    return -best[1], best[0]
+
+
+def refusal_figures(entries: Sequence[dict[str, Any]], scores: Sequence[float], threshold: float) -> dict[str, Any]:
+    """Of the questions the evidence decision answers: how many the word reading would refuse, by label."""
+    answered = [(e, s) for e, s in zip(entries, scores, strict=True) if e["answered"]]
+    return {
+        "answered_answerable": sum(1 for e, _ in answered if e["answerable"]),
+        "refused_answerable": sum(1 for e, s in answered if e["answerable"] and refused(e, s, threshold)),
+        "answered_unanswerable": sum(1 for e, _ in answered if not e["answerable"]),
+        "refused_unanswerable": sum(1 for e, s in answered if not e["answerable"] and refused(e, s, threshold)),
+        # A certain choice refused: the chooser was sure of its section (a documented alert name read as unknown).
+        "refused_certain_answerable": sum(
+            1 for e, s in answered if e["answerable"] and e.get("confidence") == "certain" and refused(e, s, threshold)
+        ),
+        "refused_keys": [e["key"] for e, s in answered if refused(e, s, threshold)],
+    }
+
+
+def refusal_flips(
+    model: NoteModel,
+    threshold: float,
+    done: dict[str, dict[str, Any]],
+    originals: Sequence[dict[str, Any]],
+    variants: Sequence[dict[str, Any]],
+) -> dict[str, dict[str, int]]:
+    """Of the variants answered by the evidence decision like their original: how often the refusal comes or goes."""
+    by_key = {f"{i['set']}/{i['id']}": i for i in originals}
+    flips: dict[str, dict[str, int]] = {}
+    for item in variants:
+        base, kind = item["set"].split(VARIANT)
+        original, variant = done[f"{base}/{item['id']}"], done[f"{item['set']}/{item['id']}"]
+        if not (original["answered"] and variant["answered"]):
+            continue
+        label = "answerable" if by_key[f"{base}/{item['id']}"].get("answerable", True) else "unanswerable"
+        was = refused(original, question_scores(model, [original])[0], threshold)
+        now = refused(variant, question_scores(model, [variant])[0], threshold)
+        row = flips.setdefault(f"{label}/{kind}", {"variants": 0, "refusal_came": 0, "refusal_went": 0})
+        row["variants"] += 1
+        row["refusal_came"] += int(now and not was)
+        row["refusal_went"] += int(was and not now)
+    return flips
+
+
 def fitted_on(entries: Sequence[dict[str, Any]], population: str) -> list[dict[str, Any]]:
     return [e for e in entries if e["terms"] and (population == "all" or e["answered"])]
 
@@ -311,6 +391,25 @@ def print_table(rows: dict[str, dict[str, Any]]) -> None:
         print(f"{name:16} {answerable:>28} {unanswerable:>20} {certain:>24}")
 
 
+def print_refusal(refusal: dict[str, Any]) -> None:
+    print(
+        f"\nRefusal: threshold {refusal['threshold']} (out-of-fold cost {refusal['out_of_fold_cost']}, "
+        f"miss cost {refusal['miss_cost']}; {NEVER} = never); other costs: {refusal['other_miss_costs']}"
+    )
+    print(
+        "  out-of-fold cost by threshold: "
+        + ", ".join(f"{t} {c:g}" for t, c in refusal["out_of_fold_cost_by_threshold"].items())
+    )
+    print(f"  {'set':20} {'answerable refused':>20} {'of them certain':>16} {'unanswerable refused':>22}")
+    for name, row in {**refusal["training_leave_one_group_out"], **refusal["measured"]}.items():
+        answerable = f"{row['refused_answerable']} of {row['answered_answerable']}"
+        unanswerable = f"{row['refused_unanswerable']} of {row['answered_unanswerable']}"
+        print(f"  {name:20} {answerable:>20} {row['refused_certain_answerable']:>16} {unanswerable:>22}")
+    for key, row in sorted(refusal["perturbations"].items()):
+        came, went = row["refusal_came"], row["refusal_went"]
+        print(f"  variants {key:28} refusal came {came:3} / went {went:3} of {row['variants']}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     add_cached_run_arguments(parser, REPO, CACHE, RESULTS, fresh_when="readings changed")
@@ -325,6 +424,7 @@ def main() -> int:
 
     population, l2, threshold, best_cost = choose(train, MISS_COST)
     oof = out_of_fold_scores(train, l2, population)
+    refusal_threshold, refusal_best = choose_refusal(train, oof, REFUSAL_MISS_COST)
     model = fit(fitted_on(train, population), l2, threshold)
     report: dict[str, Any] = {
         "features": list(FEATURES),
@@ -345,6 +445,27 @@ def main() -> int:
             str(c): dict(zip(("population", "l2", "threshold", "cost"), choose(train, c), strict=True))
             for c in OTHER_COSTS
         },
+        "refusal": {
+            "threshold": refusal_threshold,
+            "miss_cost": REFUSAL_MISS_COST,
+            "out_of_fold_cost": refusal_best,
+            "other_miss_costs": {
+                str(c): dict(zip(("threshold", "cost"), choose_refusal(train, oof, c), strict=True))
+                for c in REFUSAL_OTHER_COSTS
+            },
+            "out_of_fold_cost_by_threshold": {
+                str(t): refusal_cost(train, oof, t, REFUSAL_MISS_COST) for t in REFUSAL_THRESHOLDS
+            },
+            "training_leave_one_group_out": {
+                group: refusal_figures(
+                    [e for e in train if e["group"] == group],
+                    [s for e, s in zip(train, oof, strict=True) if e["group"] == group],
+                    refusal_threshold,
+                )
+                for group in GROUPS
+            },
+            "measured": {},
+        },
         "model": {"weights": dict(zip(model.features, model.weights, strict=True)), "intercept": model.intercept},
         "training_leave_one_group_out": {
             group: figures_for(
@@ -362,8 +483,12 @@ def main() -> int:
         entries = [done[f"{i['set']}/{i['id']}"] for i in measured if i["set"] == name]
         report["measured"][name] = figures_for(entries, question_scores(model, entries), threshold)
         report["named_on_measured"][name] = words_named(model, entries)
+        report["refusal"]["measured"][name] = refusal_figures(
+            entries, question_scores(model, entries), refusal_threshold
+        )
 
     report["perturbations"] = note_flips(model, done, measured, variants)
+    report["refusal"]["perturbations"] = refusal_flips(model, refusal_threshold, done, measured, variants)
     print(
         f"chosen: fitted on {population}, L2 {l2}, threshold {threshold} "
         f"(out-of-fold cost {best_cost}, miss cost {MISS_COST}); other costs: {report['other_miss_costs']}"
@@ -379,6 +504,7 @@ def main() -> int:
             f"  {key:28} {row['former_note_came']:3} / {row['former_note_went']:3} → "
             f"{row['note_came']:3} / {row['note_went']:3} of {row['variants']}"
         )
+    print_refusal(report["refusal"])
     args.json.parent.mkdir(parents=True, exist_ok=True)
     args.json.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     if args.write:
