@@ -7,6 +7,8 @@ Sets (scripts/qa/):
               the phrases shown, in document order), the gold section shown whole or within what is shown
   procedures_llm  the same measures on procedures_llm.jsonl (written by the local model from drawn sections,
               then a hand pass; measurement only)
+  procedures_titles  the same measures on procedures_titles.jsonl (written from document titles alone, gold
+              chosen afterwards by another hand: scripts/qa/draw_titles.py; measurement only)
   heldout, sampled, tune   the runbook golden sets; demo   the docs_corpus golden set; howtos   how-tos about
               equipment no SOP of docs_corpus covers, each beside an in-scope how-to in the same words:
               every key phrase shown, answerable refused, unanswerable declined
@@ -65,7 +67,11 @@ RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
 QA = REPO / "scripts" / "qa"
 # Procedure sets: gold step phrases, scored for step recall and completeness. procedures_llm.jsonl was written
 # by the local model from drawn sections, then a hand pass (scripts/qa/README.md): never tuned on.
-PROCEDURE_SETS = {"procedures": "procedures.jsonl", "procedures_llm": "procedures_llm.jsonl"}
+PROCEDURE_SETS = {
+    "procedures": "procedures.jsonl",
+    "procedures_llm": "procedures_llm.jsonl",
+    "procedures_titles": "procedures_titles.jsonl",
+}
 KEYPHRASE_SETS = {
     "heldout": "runbooks_heldout.jsonl",
     "sampled": "runbooks_sampled.jsonl",
