@@ -17,6 +17,8 @@ the copy rule. Documents are drawn whether or not other sets ask about them (doc
 procedures.jsonl and procedures_llm.jsonl ask about most of them): the questions are new, written blind.
 
 Usage: python scripts/qa/draw_titles.py draw --seed 58 --per-group 12 --writers 2 OUTDIR
+       python scripts/qa/draw_titles.py draw --seed 59 --per-group 24 --writers 4 --prefix tt \
+           --exclude scripts/qa/procedures_titles.jsonl OUTDIR
        python scripts/qa/draw_titles.py gold QUESTIONS.jsonl OUTDIR
 """
 
@@ -26,6 +28,7 @@ import argparse
 import json
 import random
 import sys
+from collections.abc import Set as AbstractSet
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent.parent))
@@ -40,7 +43,19 @@ PROCEDURE_CARDS = tuple(card for card in STYLE_CARDS if "'why'" not in card and 
 MAX_SECTION_WORDS = 1500
 
 
-def draw(seed: int, per_group: int, writers: int) -> list[dict[str, object]]:
+def gold_files(sets: list[Path]) -> set[str]:
+    """The gold files of question sets (JSON Lines with `gold_file`): documents a new draw leaves out."""
+    files = set()
+    for path in sets:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip() and json.loads(line).get("gold_file"):
+                files.add(json.loads(line)["gold_file"])
+    return files
+
+
+def draw(
+    seed: int, per_group: int, writers: int, excluded: AbstractSet[str] = frozenset(), prefix: str = "pt"
+) -> list[dict[str, object]]:
     rng = random.Random(seed)
     drawn: list[dict[str, object]] = []
     for group in GROUPS:
@@ -51,14 +66,14 @@ def draw(seed: int, per_group: int, writers: int) -> list[dict[str, object]]:
             if taken >= per_group:
                 break
             doc = read_document(path)
-            if doc is None:
+            if doc is None or doc.path in excluded:
                 continue
             if not any(holds_a_procedure(section_text(doc, heading) or "") for _, heading in heading_paths(doc)):
                 continue
             taken += 1
             drawn.append({"group": group, "file": doc.path, "title": doc.title, "style": rng.choice(PROCEDURE_CARDS)})
     for position, entry in enumerate(drawn):
-        entry["id"] = f"pt-{position + 1:03d}"
+        entry["id"] = f"{prefix}-{position + 1:03d}"
         entry["writer"] = position % writers + 1
     return drawn
 
@@ -113,6 +128,8 @@ def main() -> int:
     first.add_argument("--seed", type=int, default=58)
     first.add_argument("--per-group", type=int, default=12)
     first.add_argument("--writers", type=int, default=2)
+    first.add_argument("--exclude", type=Path, action="append", default=[], help="a set whose gold files are not drawn")
+    first.add_argument("--prefix", default="pt", help="id prefix (pt: procedures_titles.jsonl)")
     first.add_argument("out", type=Path)
     second = commands.add_parser("gold")
     second.add_argument("questions", type=Path)
@@ -120,7 +137,7 @@ def main() -> int:
     args = parser.parse_args()
     args.out.mkdir(parents=True, exist_ok=True)
     if args.command == "draw":
-        drawn = draw(args.seed, args.per_group, args.writers)
+        drawn = draw(args.seed, args.per_group, args.writers, gold_files(args.exclude), args.prefix)
         (args.out / "draw.jsonl").write_text("".join(json.dumps(e) + "\n" for e in drawn), encoding="utf-8")
         for writer in sorted({int(str(e["writer"])) for e in drawn}):
             mine = [e for e in drawn if e["writer"] == writer]
