@@ -8,7 +8,9 @@ vector and today's rule-based chooser's pick (answer/quoted/choice.py), so the f
 same hits, and the evidence decision's probability (for the "none answers" model).
 
 Sets: train (scripts/qa/choice_train.jsonl, the fitting set), procedures (procedures.jsonl), procedures_llm
-(procedures_llm.jsonl: measurement only), heldout, sampled, tune, demo (the key-phrase sets). Indexes:
+(procedures_llm.jsonl: measurement only), heldout, sampled, tune, demo (the key-phrase sets); on request also
+train_titles (choice_train_titles.jsonl, training questions written from titles alone: scripts/fit_choice_titles.py)
+and procedures_titles (measurement only). Indexes:
 docs_corpus and the four runbook folders, built under --home (the same folders as scripts/bench_sop.py, so one
 ingest serves both).
 
@@ -51,6 +53,8 @@ GROUP_OF_FOLDER = {
 def load_set(name: str) -> list[dict[str, Any]]:
     if name == "train":
         path = QA / "choice_train.jsonl"
+    elif name == "train_titles":
+        path = QA / "choice_train_titles.jsonl"
     elif name in PROCEDURE_SETS:
         path = QA / PROCEDURE_SETS[name]
     else:
