@@ -35,7 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -391,6 +391,23 @@ def print_table(rows: dict[str, dict[str, Any]]) -> None:
         print(f"{name:16} {answerable:>28} {unanswerable:>20} {certain:>24}")
 
 
+def by_group(
+    entries: Sequence[dict[str, Any]],
+    scores: Sequence[float],
+    figures: Callable[[Sequence[dict[str, Any]], Sequence[float], float], dict[str, Any]],
+    threshold: float,
+) -> dict[str, dict[str, Any]]:
+    """`figures` of each corpus group's questions, from their out-of-fold scores."""
+    return {
+        group: figures(
+            [e for e in entries if e["group"] == group],
+            [s for e, s in zip(entries, scores, strict=True) if e["group"] == group],
+            threshold,
+        )
+        for group in GROUPS
+    }
+
+
 def print_refusal(refusal: dict[str, Any]) -> None:
     print(
         f"\nRefusal: threshold {refusal['threshold']} (out-of-fold cost {refusal['out_of_fold_cost']}, "
@@ -456,25 +473,11 @@ def main() -> int:
             "out_of_fold_cost_by_threshold": {
                 str(t): refusal_cost(train, oof, t, REFUSAL_MISS_COST) for t in REFUSAL_THRESHOLDS
             },
-            "training_leave_one_group_out": {
-                group: refusal_figures(
-                    [e for e in train if e["group"] == group],
-                    [s for e, s in zip(train, oof, strict=True) if e["group"] == group],
-                    refusal_threshold,
-                )
-                for group in GROUPS
-            },
+            "training_leave_one_group_out": by_group(train, oof, refusal_figures, refusal_threshold),
             "measured": {},
         },
         "model": {"weights": dict(zip(model.features, model.weights, strict=True)), "intercept": model.intercept},
-        "training_leave_one_group_out": {
-            group: figures_for(
-                [e for e in train if e["group"] == group],
-                [s for e, s in zip(train, oof, strict=True) if e["group"] == group],
-                threshold,
-            )
-            for group in GROUPS
-        },
+        "training_leave_one_group_out": by_group(train, oof, figures_for, threshold),
         "training_leave_one_group_out_all": figures_for(train, oof, threshold),
         "measured": {},
         "named_on_measured": {},
