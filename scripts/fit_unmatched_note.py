@@ -35,7 +35,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -104,6 +104,20 @@ def variant_items(items: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
     ]
 
 
+def answered_pairs(
+    done: dict[str, dict[str, Any]], originals: Sequence[dict[str, Any]], variants: Sequence[dict[str, Any]]
+) -> Iterator[tuple[dict[str, Any], str, str, dict[str, Any], dict[str, Any]]]:
+    """Each variant the evidence decision answers like its original: (variant item, kind, label, original's
+    readings, variant's readings)."""
+    by_key = {f"{i['set']}/{i['id']}": i for i in originals}
+    for item in variants:
+        base, kind = item["set"].split(VARIANT)
+        original, variant = done[f"{base}/{item['id']}"], done[f"{item['set']}/{item['id']}"]
+        if original["answered"] and variant["answered"]:
+            label = "answerable" if by_key[f"{base}/{item['id']}"].get("answerable", True) else "unanswerable"
+            yield item, kind, label, original, variant
+
+
 def shipped_note(model: NoteModel, entry: dict[str, Any]) -> bool:
     """Whether the answer carries the note as shipped: a fitted word, or any word under a certain choice."""
     score = question_scores(model, [entry])[0]
@@ -117,15 +131,9 @@ def note_flips(
     variants: Sequence[dict[str, Any]],
 ) -> dict[str, Any]:
     """Of the variants answered like their original: how often the note comes or goes, by kind and label."""
-    by_key = {f"{i['set']}/{i['id']}": i for i in originals}
     flips: dict[str, dict[str, int]] = {}
     examples = []
-    for item in variants:
-        base, kind = item["set"].split(VARIANT)
-        original, variant = done[f"{base}/{item['id']}"], done[f"{item['set']}/{item['id']}"]
-        if not (original["answered"] and variant["answered"]):
-            continue
-        label = "answerable" if by_key[f"{base}/{item['id']}"].get("answerable", True) else "unanswerable"
+    for item, kind, label, original, variant in answered_pairs(done, originals, variants):
         was, now = shipped_note(model, original), shipped_note(model, variant)
         row = flips.setdefault(
             f"{label}/{kind}",
@@ -287,14 +295,8 @@ def refusal_flips(
     variants: Sequence[dict[str, Any]],
 ) -> dict[str, dict[str, int]]:
     """Of the variants answered by the evidence decision like their original: how often the refusal comes or goes."""
-    by_key = {f"{i['set']}/{i['id']}": i for i in originals}
     flips: dict[str, dict[str, int]] = {}
-    for item in variants:
-        base, kind = item["set"].split(VARIANT)
-        original, variant = done[f"{base}/{item['id']}"], done[f"{item['set']}/{item['id']}"]
-        if not (original["answered"] and variant["answered"]):
-            continue
-        label = "answerable" if by_key[f"{base}/{item['id']}"].get("answerable", True) else "unanswerable"
+    for _, kind, label, original, variant in answered_pairs(done, originals, variants):
         was = refused(original, question_scores(model, [original])[0], threshold)
         now = refused(variant, question_scores(model, [variant])[0], threshold)
         row = flips.setdefault(f"{label}/{kind}", {"variants": 0, "refusal_came": 0, "refusal_went": 0})
