@@ -47,9 +47,12 @@ TITLES = "train_titles"
 SHOWN = ("questions", "recall", "complete", "right", "right_document")
 
 
-def figures(questions: Sequence[dict[str, Any]], reading: Any, ranker: Any, mass: float | None) -> dict[str, Any]:
-    rows = measure(questions, reading, ranker, mass)["fitted"]
+def figures(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return {k: v for k, v in summary(rows).items() if k in SHOWN}
+
+
+def shown_rows(questions: Sequence[dict[str, Any]], reading: Any, ranker: Any, mass: float | None) -> list[Any]:
+    return measure(questions, reading, ranker, mass)["fitted"]
 
 
 def evaluation_sets(questions: Sequence[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
@@ -84,31 +87,24 @@ def main() -> int:
     }
     for name, train in variants.items():
         models = dict(zip(GROUPS, by_fold(fold_models, train, l2, c, hidden), strict=True))
-        held: dict[str, list[tuple[dict[str, Any], Any]]] = {"former": [], "titles": []}
-        for q in [*former, *titles]:
-            held["titles" if q["set"] == TITLES else "former"].append((q, models[q["group"]]))
-        report["out_of_fold"][name] = {
-            part: merged([figures([q], *model, mass) for q, model in pairs]) for part, pairs in held.items()
-        }
+        # Each group's questions measured by the models fitted without it, pooled per part.
+        held: dict[str, list[Any]] = {"former": [], "titles": []}
+        for group, (reading, ranker) in models.items():
+            for part, pool in (("former", former), ("titles", titles)):
+                left_out = [q for q in pool if q["group"] == group]
+                held[part] += shown_rows(left_out, reading, ranker, mass)
+        report["out_of_fold"][name] = {part: figures(rows) for part, rows in held.items()}
         reading = fit_reading(train, c)
         ranker = fit_ranker(train, reading, l2, hidden)
         report["evaluation"][name] = {
-            set_name: figures(chosen, reading, ranker, mass) for set_name, chosen in evaluation_sets(questions).items()
+            set_name: figures(shown_rows(chosen, reading, ranker, mass))
+            for set_name, chosen in evaluation_sets(questions).items()
         }
         print(f"{name}: fitted ({len(train)} questions)", file=sys.stderr)
     print_report(report)
     args.results.parent.mkdir(parents=True, exist_ok=True)
     args.results.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
     return 0
-
-
-def merged(per_question: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """One summary from per-question summaries (each of one question)."""
-    rows = [f for f in per_question if f]
-    if not rows:
-        return {}
-    n = len(rows)
-    return {"questions": n, **{k: round(sum(f[k] for f in rows) / n, 3) for k in SHOWN if k != "questions"}}
 
 
 def print_report(report: dict[str, Any]) -> None:
