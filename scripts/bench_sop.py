@@ -75,6 +75,7 @@ PROCEDURE_SETS = {
 KEYPHRASE_SETS = {
     "heldout": "runbooks_heldout.jsonl",
     "sampled": "runbooks_sampled.jsonl",
+    "sampled_59": "runbooks_sampled_59.jsonl",
     "tune": "runbooks_tune.jsonl",
     "demo": "demo_corpus.jsonl",
     "howtos": "howtos_scope.jsonl",

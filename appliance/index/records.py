@@ -18,8 +18,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from appliance.text.wording import spelled_out
-
 
 @dataclass(frozen=True, kw_only=True)
 class Place:
@@ -48,10 +46,8 @@ class Chunk(ChunkRecord):
 
     @property
     def embedding_text(self) -> str:
-        """What the embedder sees (and what the token bound applies to): the header with CamelCase names
-        written as their words (an alert runbook's title, NoReadyVirtController, read as No Ready Virt
-        Controller: the embedder's vocabulary has the words, not the run)."""
-        return f"{spelled_out(self.header)}\n{self.text}"
+        """What the embedder sees (and what the token bound applies to)."""
+        return f"{self.header}\n{self.text}"
 
 
 @dataclass(frozen=True, kw_only=True)

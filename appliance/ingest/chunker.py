@@ -20,13 +20,12 @@ from appliance.index.records import Chunk
 from appliance.ingest.document import Block, LoadedDocument
 from appliance.text.identifiers import extract_identifiers
 from appliance.text.sentences import punctuation_spans
-from appliance.text.wording import spelled_out
 
 # Bump when chunking or what the loaders give it changes: a reindex then re-chunks every document
 # (embeddings are reused by text). 3: PDF tables and scans keep tags broken at a line-end hyphen whole.
 # 4: PDF and DOCX headings from outlines, type and numbering; running headers and footers out of the text;
-# PDF columns and boxes in reading order (issue 41). 5: CamelCase names in the embedded header as their words.
-CHUNKER_VERSION = 5
+# PDF columns and boxes in reading order (issue 41).
+CHUNKER_VERSION = 4
 SECTION_SEPARATOR = " › "
 # [CLS] and [SEP] (or a model's equivalents) are added to every embedded text.
 SPECIAL_TOKENS = 2
@@ -55,7 +54,7 @@ def chunk_document(
     file_stem = PurePosixPath(doc.path).stem
     for section, blocks in _sections(doc):
         header = _header(doc.title, section, count_tokens, max_tokens)
-        budget = max_tokens - SPECIAL_TOKENS - count_tokens([spelled_out(header) + "\n"])[0]  # as embedded
+        budget = max_tokens - SPECIAL_TOKENS - count_tokens([header + "\n"])[0]
         units = _units(doc.text, blocks, count_tokens, budget)
         for group in _pack(units, budget, overlap_tokens):
             start, end = group[0].start, group[-1].end

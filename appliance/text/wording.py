@@ -65,17 +65,6 @@ def name_pieces(token: str) -> list[str]:
     return [piece for piece in _PIECE.findall(token) if len(piece) >= 3]
 
 
-# A run of letters with an internal capital (the regex engine finds them; ordinary words cost no call).
-_CAMEL_RUN = re.compile(r"(?<![A-Za-z])[A-Za-z]*?(?:[a-z][A-Z]|[A-Z]{2,}[a-z])[A-Za-z]*")
-
-
-def spelled_out(text: str) -> str:
-    """The text with each CamelCase run written as its words (NoReadyVirtController -> No Ready Virt
-    Controller, HAControlPlaneDown -> HA Control Plane Down): what a reader sees in an alert's name, and what
-    the embedder's vocabulary and the stemmer know; a run without internal capitals is left as written."""
-    return _CAMEL_RUN.sub(lambda match: " ".join(_PIECE.findall(match.group())), text)
-
-
 def name_shaped(token: str, *, case_informative: bool, sentence_initial: bool = False) -> bool:
     """Shaped like a name rather than an English word: letters with digits, an underscore, internal capitals,
     or (when the question's case means something) capitals a sentence would not give it."""

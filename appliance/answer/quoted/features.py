@@ -28,7 +28,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -37,7 +37,6 @@ from appliance.answer.quoted.candidates import Candidate
 from appliance.answer.quoted.sections import Section, heading_parts
 from appliance.text.stems import stem
 from appliance.text.stopwords import STOPWORDS
-from appliance.text.wording import spelled_out
 
 EmbedTexts = Callable[[Sequence[str]], np.ndarray]
 
@@ -144,17 +143,7 @@ def with_question(
 
 
 def question_stems(text: str) -> list[str]:
-    return list(dict.fromkeys(stem(w) for w in _words(text) if w not in STOPWORDS))
-
-
-def _words(text: str) -> Iterator[str]:
-    """The text's words, lower-cased, a CamelCase name as its words (NoReadyVirtController: no, ready, virt,
-    controller), as an operator writes them; a word in one case or capitalized is taken as it is, unsplit."""
-    for token in _TOKEN.findall(text):
-        if token.islower() or token.isupper() or token.istitle():
-            yield token.lower()
-        else:
-            yield from _TOKEN.findall(spelled_out(token).lower())
+    return list(dict.fromkeys(stem(w) for w in _TOKEN.findall(text.lower()) if w not in STOPWORDS))
 
 
 def heading_name(section: Section) -> str:
@@ -173,8 +162,7 @@ def base_features(
     if not candidates:
         return np.zeros((0, len(BASE_FEATURES)), dtype=np.float32)
     sections = [c.section for c in candidates]
-    # An alert runbook's title is its CamelCase name: its words, not the embedder's fragments of one long token.
-    texts = [spelled_out(s.label) for s in sections] + [spelled_out(heading_name(s) or s.title) for s in sections]
+    texts = [s.label for s in sections] + [heading_name(s) or s.title for s in sections]
     vectors = embed_texts(texts)
     label_cos = vectors[: len(sections)] @ q
     name_cos = vectors[len(sections) :] @ q
@@ -315,9 +303,8 @@ def _children_counts(sections: Sequence[Section]) -> dict[tuple[str, str], int]:
 
 
 def _stem_counts(text: str) -> dict[str, int]:
-    """Stemmed word counts, CamelCase names counted by their words (as the question's: question_stems)."""
     counts: dict[str, int] = {}
-    for word in _words(text):
+    for word in _TOKEN.findall(text.lower()):
         if word not in STOPWORDS:
             key = stem(word)
             counts[key] = counts.get(key, 0) + 1
