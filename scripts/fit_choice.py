@@ -531,6 +531,20 @@ def incumbent_settings() -> tuple[tuple[float, float], float, tuple[int, float],
     )
 
 
+# (ranker penalties (base, heading words), reading C, hidden layer (units, l2), shown mass)
+ChoiceSettings = tuple[tuple[float, float], float, tuple[int, float], float | None]
+
+
+def settings_kept(held: ChoiceSettings | None) -> ChoiceSettings:
+    """The shipped settings, for --keep-settings: refused, naming what is missing, where there are none to keep or
+    their shown mass is not one the out-of-fold figures are computed for."""
+    if held is None:
+        raise SystemExit("--keep-settings: no shipped models to take the settings from (appliance/answer/fitted/)")
+    if held[3] not in SHOWN_MASSES:
+        raise SystemExit(f"--keep-settings: the shipped shown_mass {held[3]} is not among SHOWN_MASSES {SHOWN_MASSES}")
+    return held
+
+
 _FOLD_TRAIN: Sequence[dict[str, Any]] = ()  # the training set, inherited by the fold processes (fork)
 
 
@@ -582,12 +596,13 @@ def main() -> int:
     parser.add_argument("--features", type=Path, default=REPO / ".appliance" / "choice_features.pkl")
     parser.add_argument("--results", type=Path, default=REPO / "scripts" / "results" / "fit_choice.json")
     parser.add_argument("--write", action="store_true", help="Store the fitted models as the appliance's defaults.")
-    parser.add_argument(
+    how = parser.add_mutually_exclusive_group()
+    how.add_argument(
         "--fresh",
         action="store_true",
         help="Choose the settings afresh, not keeping the shipped ones when no other is clearly better out of fold.",
     )
-    parser.add_argument(
+    how.add_argument(
         "--keep-settings",
         action="store_true",
         help="Refit the weights at the shipped settings (penalties, reading, hidden layer, shown mass) without "
@@ -618,8 +633,7 @@ def main() -> int:
 
     held = None if args.fresh else incumbent_settings()
     if args.keep_settings:
-        if held is None:
-            raise SystemExit("--keep-settings: no shipped models to take the settings from (appliance/answer/fitted/)")
+        held = settings_kept(held)
         search(*held[:3])
         report["kept_settings"] = True
     for l2 in () if args.keep_settings else RANKER_L2:

@@ -9,8 +9,9 @@ from __future__ import annotations
 import json
 
 import numpy as np
+import pytest
 
-from scripts.fit_choice import FITTED, SHOWN_MASSES, clearly_better, incumbent_settings
+from scripts.fit_choice import FITTED, SHOWN_MASSES, clearly_better, incumbent_settings, settings_kept
 
 
 def merits(n: int, better_on: int, worse_on: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -52,3 +53,13 @@ def test_the_incumbent_is_read_from_the_shipped_models() -> None:
     assert c == reading["regularization_c"]
     assert hidden == (ranker["hidden_layer"]["units"], ranker["hidden_layer"]["l2"])
     assert mass == ranker["shown_mass"] and mass in SHOWN_MASSES
+
+
+def test_keeping_the_settings_takes_the_shipped_ones_or_says_why_it_cannot() -> None:
+    shipped = incumbent_settings()
+    assert shipped is not None
+    assert settings_kept(shipped) == shipped
+    with pytest.raises(SystemExit, match="no shipped models"):
+        settings_kept(None)
+    with pytest.raises(SystemExit, match=r"shown_mass 0\.42"):
+        settings_kept((shipped[0], shipped[1], shipped[2], 0.42))
