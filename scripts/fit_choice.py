@@ -632,13 +632,14 @@ def main() -> int:
             )
 
     held = None if args.fresh else incumbent_settings()
-    if args.keep_settings:
-        held = settings_kept(held)
-        search(*held[:3])
+    kept = settings_kept(held) if args.keep_settings else None
+    if kept is not None:
+        search(*kept[:3])
         report["kept_settings"] = True
-    for l2 in () if args.keep_settings else RANKER_L2:
-        for c in READING_C:
-            search(l2, c, linear)
+    else:
+        for l2 in RANKER_L2:
+            for c in READING_C:
+                search(l2, c, linear)
 
     # Out of fold, the most complete answers plus the most right ones, weighed alike: complete alone rewards a
     # whole document that holds the part asked (more words, other procedures), right alone a part too small to
@@ -652,8 +653,8 @@ def main() -> int:
     # same way; then the mass, given both. Chosen together, a weak penalty spread the probability over small parts
     # and leaned on the mass to climb back (the demo's "How do I change a chlorine ton container?": a 33-word
     # Records section likeliest, at 0.14).
-    if args.keep_settings and held is not None:
-        l2, c, hidden, best = held[0], held[1], held[2], held
+    if kept is not None:
+        l2, c, hidden, best = kept[0], kept[1], kept[2], kept
     else:
         l2, c, _, _ = max((key for key in grid if key[3] is None), key=merit)
         for hidden in HIDDEN_LAYERS[1:]:

@@ -5,7 +5,7 @@ For every question of a procedure set: the gold document's rank among the docume
 `scripts/bench_sop.py --json` run of the same set, whether the answer cited the gold document and its step
 recall. A gold document found first but not cited is the choice's miss; one found fifth or later, the search's.
 
-Searches only (no model): indexes as bench_sop.py (.appliance/bench-sop).
+Searches only (the embedder, no generator and no section choice): indexes as bench_sop.py (.appliance/bench-sop).
 Usage: python scripts/gold_document_rank.py --set procedures_titles \
            --bench scripts/results/bench_sop_procedures_titles.json [--hits 30] [--json OUT]
 """

@@ -45,12 +45,8 @@ MAX_SECTION_WORDS = 1500
 
 def gold_files(sets: list[Path]) -> set[str]:
     """The gold files of question sets (JSON Lines with `gold_file`): documents a new draw leaves out."""
-    files = set()
-    for path in sets:
-        for line in path.read_text(encoding="utf-8").splitlines():
-            if line.strip() and json.loads(line).get("gold_file"):
-                files.add(json.loads(line)["gold_file"])
-    return files
+    rows = (json.loads(line) for path in sets for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
+    return {row["gold_file"] for row in rows if row.get("gold_file")}
 
 
 def draw(
