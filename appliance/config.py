@@ -376,6 +376,15 @@ class AnswerSettings(Section):
         "hold points before the prose around them (or, when even those do not fit, the parts the question "
         "matched) and says what it left out.",
     )
+    max_steps_words: int = Field(
+        2000,
+        ge=0,
+        le=20000,
+        description="A procedure longer than max_procedure_words still shows all its steps, commands, warnings and "
+        "hold points (with the lines that introduce them and their sub-items) when, with its headings, they come "
+        "to at most this many words; its prose then gives way. A reading budget, like max_procedure_words: set "
+        "by hand (twice it), not fitted.",
+    )
     excerpt_words: int = Field(
         150,
         ge=10,

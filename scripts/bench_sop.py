@@ -9,6 +9,10 @@ Sets (scripts/qa/):
               then a hand pass; measurement only)
   procedures_titles  the same measures on procedures_titles.jsonl (written from document titles alone, gold
               chosen afterwards by another hand: scripts/qa/draw_titles.py; measurement only)
+  train_titles  the same measures on choice_train_titles.jsonl (57, the same method, other documents; kept out
+              of the section ranker's training set)
+  train_procedures  the same measures on the 296 procedure questions of choice_train.jsonl: the ranker was
+              fitted on them, so they measure only what a change after the choice does (what a section shows)
   heldout, sampled, tune   the runbook golden sets; demo   the docs_corpus golden set; howtos   how-tos about
               equipment no SOP of docs_corpus covers, each beside an in-scope how-to in the same words:
               every key phrase shown, answerable refused, unanswerable declined
@@ -20,8 +24,9 @@ Sets (scripts/qa/):
               questions refused per label, on first turns and on all turns, and how many of those refusals
               the quoted answer's own rules (a value no line states, a sibling) add to the evidence decision's
 Every set: words shown (the answer and every source line under it), the gold document among the
-citations, answers cut at generator.max_tokens, first content (the steps, or the first generated token),
-first token and total time (medians), on this machine.
+citations (and among the citations or the other sections the answer names to open), answers cut at
+generator.max_tokens, first content (the steps, or the first generated token), first token and total time
+(medians), on this machine.
 
 "Shown" is what the operator reads as the answer: for a quoted answer its steps; for a generated answer
 its text and the sources' lines quoted under it. Phrases match case-insensitively, whitespace collapsed,
@@ -71,6 +76,8 @@ PROCEDURE_SETS = {
     "procedures": "procedures.jsonl",
     "procedures_llm": "procedures_llm.jsonl",
     "procedures_titles": "procedures_titles.jsonl",
+    "train_titles": "choice_train_titles.jsonl",
+    "train_procedures": "choice_train.jsonl",
 }
 KEYPHRASE_SETS = {
     "heldout": "runbooks_heldout.jsonl",
@@ -86,7 +93,7 @@ KEYPHRASE_SETS = {
 # only (scripts/fit_unmatched_note.py), never by the section choice or the evidence decision.
 PAIR_SETS = ("pairs_procedures", "pairs_facts")
 # Sets in the section-choice training format: each question names its corpus group.
-GROUPED_SETS = ("choice_train", "scope_pairs", *PAIR_SETS)
+GROUPED_SETS = ("choice_train", "scope_pairs", "train_procedures", *PAIR_SETS)
 
 
 def flat(text: str) -> str:
@@ -138,6 +145,9 @@ def row_for(item: dict[str, Any], result: AnswerResult, seconds: float) -> dict[
         "answer_kind": result.answer_kind,
         "words": len(shown.split()),
         "gold_cited": gold_file in cited if gold_file else None,
+        # The gold document among the sections the answer names to open instead ("Also matches", the list beside
+        # the steps): one click away where it is not cited.
+        "gold_named": gold_file in {a.path for a in result.alternatives} if gold_file else None,
         "truncated": result.truncated,
         "first_content_ms": timings.get("first_content", timings.get("first_token")),
         "first_token_ms": timings.get("first_token"),
@@ -175,6 +185,9 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "questions": len(rows),
         "answerable_refused": _share(sum(r["refused"] for r in answerable), len(answerable)),
         "gold_document_cited": _share(sum(bool(r["gold_cited"]) for r in answerable), len(answerable)),
+        "gold_document_cited_or_named": _share(
+            sum(bool(r["gold_cited"] or r.get("gold_named")) for r in answerable), len(answerable)
+        ),
         "cut_at_token_limit": _share(sum(r["truncated"] for r in rows), len(rows)),
         "words_shown_median": _median([r["words"] for r in answered]),
         "first_content_ms_median": _median([r["first_content_ms"] for r in rows if r["first_content_ms"] is not None]),
@@ -225,7 +238,8 @@ def load_items(name: str, split: str) -> list[dict[str, Any]]:
         return pair_items(name)
     if name in PROCEDURE_SETS:
         items = [json.loads(line) for line in (QA / PROCEDURE_SETS[name]).read_text().splitlines() if line.strip()]
-        return [item for item in items if split == "all" or item["split"] == split]
+        items = [item for item in items if item.get("kind", "procedure") == "procedure" and item.get("step_phrases")]
+        return [item for item in items if split == "all" or item.get("split", split) == split]
     return [json.loads(line) for line in (QA / KEYPHRASE_SETS[name]).read_text().splitlines() if line.strip()]
 
 

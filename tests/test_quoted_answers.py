@@ -92,6 +92,34 @@ The standby pump P-203 starts on the low suction alarm ALM-PS2-SUCT-LO.
 """
 
 
+RUNBOOK = """# LauncherPodStuck
+
+## Meaning
+
+The launcher pod of a virtual machine has stayed in a failed state for more than ten minutes, and the virtual
+machine it should run is therefore not available to its users until the pod is replaced on a healthy node.
+
+## Mitigation
+
+Most of the time the pod failed because its node ran out of memory or lost its storage, and a new pod on
+another node is enough; read the events before acting so that the cause is known for the review afterwards.
+
+Read the events first.
+
+- **Restart the launcher pod**:
+
+```bash
+$ oc delete pod launcher-0 -n vms
+```
+
+1. Drain the node:
+   - cordon it first
+   - then evict the pods
+2. Uncordon the node once it reports Ready.
+   * check it with oc get nodes
+"""
+
+
 class ExplodingGenerator(ScriptedGenerator):
     def stream(self, messages: list[ChatMessage], *, max_tokens: int | None = None) -> GenerationStream:
         raise AssertionError("a quoted answer never asks the model")
@@ -201,11 +229,20 @@ def test_a_section_about_a_sibling_of_what_the_question_names_is_refused(indexed
     assert result.evidence and all(item.n is None for item in result.evidence)
 
 
-def shown_from(answerer: Answerer, heading: str, hit_text: str, text: str, max_words: int) -> tuple[Section, Quoted]:
-    """The quoted answer to `text` when the choice is the section `heading` of SOP-CL-004, hit at the chunk
-    holding `hit_text`, with `max_words` to show."""
+def shown_from(
+    answerer: Answerer,
+    heading: str,
+    hit_text: str,
+    text: str,
+    max_words: int,
+    max_steps_words: int = 0,
+    path: str = "plant/SOP-CL-004.md",
+) -> tuple[Section, Quoted]:
+    """The quoted answer to `text` when the choice is the section `heading` of the document at `path`
+    (SOP-CL-004), hit at the chunk holding `hit_text`, with `max_words` to show (`max_steps_words` for the steps
+    alone)."""
     catalog = answerer.searcher.catalog
-    chunks = catalog.chunks_of_documents(["plant/SOP-CL-004.md"])["plant/SOP-CL-004.md"]
+    chunks = catalog.chunks_of_documents([path])[path]
     section = document_sections(chunks)[heading]
     hit = next(c for c in section.chunks if hit_text in c.text)
     candidate = Candidate(section, ((hit, 1.0, 1),), 1, 1.0, 0.0, 0.0)
@@ -219,6 +256,7 @@ def shown_from(answerer: Answerer, heading: str, hit_text: str, text: str, max_w
         embed_texts=answerer.searcher.embedder.embed,
         max_words=max_words,
         excerpt_words=70,
+        max_steps_words=max_steps_words,
     )
     return section, result
 
@@ -256,6 +294,62 @@ def test_a_whole_sop_longer_than_the_limit_drops_the_prose_around_the_steps_not_
     assert [t for t in shown if t in numbered] == numbered  # every step and warning, in order
     assert "Two people. A container change is never done alone." not in "\n".join(shown)
     assert any(step.kind == "omitted" and "not shown" in (step.note or "") for step in result.steps)
+
+
+def test_a_procedure_whose_steps_fit_the_steps_budget_shows_every_step_though_it_is_longer_than_the_limit(
+    indexed: Settings,
+) -> None:
+    answerer = quoted(indexed)
+    heading, text = "SOP-CL-004 Chlorine Container Change", "How do I change a chlorine container?"
+    whole, _ = shown_from(answerer, heading, "without a release of chlorine", text, max_words=10_000)
+    steps_words = sum(len(item.text.split()) for item in whole.items if item.kind in ("heading", "step", "warning"))
+    numbered = [item.text for item in whole.items if item.kind in ("step", "warning")]
+
+    def shown_steps(max_steps_words: int) -> list[str]:
+        _, result = shown_from(
+            answerer, heading, "without a release of chlorine", text, steps_words - 20, max_steps_words
+        )
+        return [step.text for step in result.steps if step.text in numbered]
+
+    assert shown_steps(0) != numbered  # the limit alone: the steps do not fit, the matched parts are shown
+    assert shown_steps(steps_words) == numbered  # room for the steps: every step and warning, in order
+
+
+@pytest.fixture
+def runbook(settings: Settings, tmp_path: Path) -> Settings:
+    root = tmp_path / "runbooks"
+    root.mkdir()
+    (root / "LauncherPodStuck.md").write_text(RUNBOOK)
+    ingest(settings, [root])
+    return settings
+
+
+def test_a_trimmed_procedure_keeps_the_line_that_introduces_a_command_and_a_steps_own_sub_items(
+    runbook: Settings,
+) -> None:
+    answerer = quoted(runbook)
+    heading, hit, text, path = (
+        "LauncherPodStuck",
+        "Restart the launcher pod",
+        "How do I fix a stuck launcher pod?",
+        "runbooks/LauncherPodStuck.md",
+    )
+    whole, _ = shown_from(answerer, heading, hit, text, max_words=10_000, path=path)
+    parts = (
+        "Restart the launcher pod",
+        "oc delete pod launcher-0",
+        "Drain the node",
+        "cordon it first",
+        "then evict the pods",
+        "Uncordon the node",
+        "check it with oc get nodes",
+    )
+    wanted = [item for item in whole.items if item.kind == "heading" or any(p in item.text for p in parts)]
+    assert len(wanted) < len(whole.items)  # the prose: what gives way
+    # room for the headings, the command with its label and the steps with their sub-items, nothing more
+    _, result = shown_from(answerer, heading, hit, text, sum(len(i.text.split()) for i in wanted), path=path)
+    assert [step.text for step in result.steps if step.kind != "omitted"] == [item.text for item in wanted]
+    assert any(step.kind == "omitted" for step in result.steps)
 
 
 def test_the_generated_answer_stays_available_as_a_setting(indexed: Settings) -> None:

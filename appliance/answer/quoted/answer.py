@@ -5,9 +5,11 @@ what is shown depends on how the question is read (question.py):
 
 - a procedure (how do I…, what do I do when…): the whole section, in document order: its headings,
   numbered steps and sub-steps, warnings, hold points, tables and commands, verbatim. A section longer
-  than `max_words` keeps its headings and all its steps, commands, warnings and hold points, and drops the
-  prose around them first (a whole SOP chosen for its procedure loses its purpose and scope, not a step);
-  when even the steps do not fit, the parts the question matched are kept. Every part left out is said
+  than `max_words` keeps its headings and all its steps, commands, warnings and hold points, with the list
+  items that belong to them (the line introducing a command, a step's own sub-items), where they come to at
+  most `max_steps_words`, and drops the prose around them first (a whole SOP chosen for its procedure loses its
+  purpose and scope, not a step); when even the steps do not fit, the parts the question matched are kept.
+  Every part left out is said
   ("6.1 Prepare: steps 1–3 not shown: open the document"), never dropped silently;
 - a value, a fact or a why: the lines that state it (lines.py: the fitted line ranker over the lines of the
   likeliest sections; a table row comes with its header row), with their section's heading, at most
@@ -95,11 +97,12 @@ def quote_answer(
     embed_texts: EmbedTexts,
     max_words: int,
     excerpt_words: int,
+    max_steps_words: int = 0,
 ) -> Quoted:
     """The quoted answer to `question` from the chosen section (see the module docstring)."""
     matched = {chunk.chunk_id for chunk, _ in hits}
     if question.kind == "procedure":
-        steps = _trimmed(choice.section, matched, max_words, 1)
+        steps = _trimmed(choice.section, matched, max_words, 1, max_steps_words)
         quoted = Quoted("procedure", [choice.section], steps)
     else:
         quoted = _excerpt(question, choice, hits, embed_texts, excerpt_words)
@@ -130,21 +133,23 @@ def _step(item: Item, n: int, matched: set[str]) -> Step:
     )
 
 
-def _trimmed(section: Section, matched: set[str], max_words: int, n: int = 1) -> list[Step]:
-    """Every item of the section when it fits `max_words`; else its headings and, in this order while they
-    fit, its steps, commands, warnings and hold points (DOING: all of them or none: a procedure is not shown with
-    steps missing), its matched items; a note for each run of items left out."""
+def _trimmed(section: Section, matched: set[str], max_words: int, n: int = 1, max_steps_words: int = 0) -> list[Step]:
+    """Every item of the section when it fits `max_words`; else its headings and its steps, commands, warnings
+    and hold points with their parts (DOING: all of them or none, a procedure is not shown with steps missing;
+    they may fill `max_steps_words`, more than `max_words`: the prose gives way, not a step), then its matched
+    items while the whole fits `max_words`; a note for each run of items left out."""
     items = list(section.items)
     if section.words <= max_words:
         return [_step(item, n, matched) for item in items]
     keep = [item.kind == "heading" for item in items]
-    budget = max_words - sum(len(i.text.split()) for i, k in zip(items, keep, strict=True) if k)
-    doing = [i for i, item in enumerate(items) if item.kind in DOING]
+    headings = sum(len(i.text.split()) for i, k in zip(items, keep, strict=True) if k)
+    budget = max_words - headings
+    doing = _with_their_parts(items, [i for i, item in enumerate(items) if item.kind in DOING])
     cost = sum(len(items[i].text.split()) for i in doing)
-    if doing and cost <= budget:  # all of them or none
+    if doing and cost <= max(budget, max_steps_words - headings):  # all of them or none
         for index in doing:
             keep[index] = True
-        budget -= cost
+        budget = max(0, budget - cost)
     order = _by_match(items, matched)
     budget = _fill(items, keep, [i for i in order if items[i].chunk.chunk_id in matched], budget)
     if not any(k for k, item in zip(keep, items, strict=True) if item.kind != "heading"):
@@ -162,6 +167,26 @@ def _trimmed(section: Section, matched: set[str], max_words: int, n: int = 1) ->
     if run:
         steps.append(_omitted(run, n))
     return steps
+
+
+def _with_their_parts(items: Sequence[Item], doing: Sequence[int]) -> list[int]:
+    """The DOING items and the list items that belong to them: the line that introduces a command or a step
+    ("- Restart the virt-launcher pod:" above its code block) and a step's own sub-items (nested deeper, or
+    following a step that ends with a colon), up to the next step, heading or item at its level."""
+    parts = set(doing)
+    for i in doing:
+        before = i - 1
+        introduces = before >= 0 and items[before].kind not in DOING and items[before].kind != "heading"
+        if introduces and items[before].text.rstrip().endswith(":"):
+            parts.add(before)
+        opens = items[i].text.rstrip().endswith(":")
+        after = i + 1
+        while after < len(items) and items[after].kind == "item":
+            if not (items[after].level > items[i].level or opens):
+                break
+            parts.add(after)
+            after += 1
+    return sorted(parts)
 
 
 def _fill(items: Sequence[Item], keep: list[bool], order: Sequence[int], budget: int) -> int:

@@ -89,6 +89,7 @@ class QuotedAnswers:
             embed_texts=self._labels(),  # fact lines recur as their documents do: embedded once
             max_words=settings.max_procedure_words,
             excerpt_words=settings.excerpt_words,
+            max_steps_words=settings.max_steps_words,
         )
 
     def events(
