@@ -3,7 +3,8 @@
 For every question of the team's golden sets (runbooks tune, held-out, sampled; demo corpus), each
 perturbation of scripts/lib/perturb.py (one typo, a synonym, the pager's `[FIRING:1]` and
 labels, a wildcard in an alert or metric name, lower/upper case, an added `p99` or `5xx`, a
-narrative lead-in) is searched, and the decision compared with the one on the original wording.
+narrative lead-in, in lower case or opening the sentence with a capital) is searched, and the decision
+compared with the one on the original wording.
 Retrieval only, no generation: a few minutes on 2 cores once the indexes exist.
 
 Reported per kind, for answerable and unanswerable questions separately: variants, flips, flip rate

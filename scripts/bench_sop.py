@@ -34,8 +34,9 @@ Markdown emphasis (* and `) ignored on both sides.
 
 With --perturb (quoted design only), every question is also asked in each operator-style variant of
 scripts/lib/perturb.py (one typo, a synonym, the alert pasted from a pager, a wildcard, lower and
-upper case, an added p99 or 5xx, a narrative lead-in): a flip is a variant refused where the question was
-answered or the reverse; for answers that stand on both, a moved answer is one that shows another section.
+upper case, an added p99 or 5xx, a narrative lead-in, in lower case or opening with a capital): a flip is a
+variant refused where the question was answered or the reverse; for answers that stand on both, a moved answer
+is one that shows another section.
 Each variant is also scored as its question is (step recall and complete, or every key phrase shown): a moved
 answer may show more of the answer or less.
 

@@ -80,6 +80,12 @@ def test_a_lead_in_keeps_the_case_of_a_leading_name() -> None:
     assert by_kind("How do I drain the basin?")["lead_in"].endswith("how do I drain the basin?")
 
 
+def test_a_capitalized_lead_in_opens_the_sentence_with_its_capital() -> None:
+    variant = by_kind("How do I drain the basin?")["capitalized_lead_in"]
+    assert variant[0].isupper() and variant.endswith("how do I drain the basin?")
+    assert by_kind(ALERT)["capitalized_lead_in"].endswith(ALERT)
+
+
 def test_invented_names_are_stable_and_not_words() -> None:
     assert invented_name("x") == invented_name("x")
     assert invented_name("x").isalpha() and invented_name("x")[0].isupper()

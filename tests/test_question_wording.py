@@ -470,3 +470,40 @@ def test_rare_listed_words_and_lower_case_acronyms_are_not_names(
     found = readings("afterwards the dosing api is slow", vocabulary, pieces, english)
     assert found["afterwards"] == (0.1, False)
     assert found["api"][1] is False
+
+
+@pytest.mark.parametrize(
+    "question",
+    [
+        "Yesterday the registry collector restarted twice",
+        "Quiet night until the registry collector restarted",
+        "Weird one: the registry collector restarted",
+        "yesterday the registry collector restarted twice",
+    ],
+)
+def test_an_everyday_word_opening_the_question_weighs_as_that_word_whatever_its_capital(
+    vocabulary: CorpusVocabulary, pieces: WordPieces, english: EnglishWords, question: str
+) -> None:
+    """An operator's narrative opening ("Yesterday…", "Quiet night…") once weighed as a product name the
+    documents never mention and refused a question they answer."""
+    opening = question.split()[0].strip(":")
+    assert readings(question, vocabulary, pieces, english)[opening][0] <= 0.1
+    evidence = decide_evidence(_signals(question, vocabulary, pieces, 0.6, english), Settings())
+    assert evidence.sufficient, evidence.reason
+
+
+@pytest.mark.parametrize("question", ["Vorquelzan registry collector restarted twice", "Zabbix agent unreachable"])
+def test_a_name_opening_the_question_keeps_a_capitalized_words_weight(
+    vocabulary: CorpusVocabulary, pieces: WordPieces, english: EnglishWords, question: str
+) -> None:
+    opening = question.split()[0]
+    assert readings(question, vocabulary, pieces, english)[opening][0] == 0.5
+
+
+def test_a_product_named_by_an_english_word_keeps_part_of_a_names_weight(
+    vocabulary: CorpusVocabulary, pieces: WordPieces, english: EnglishWords
+) -> None:
+    """ "Jenkins" and "Harbor" are words of the lexicon, rarer than everyday ones: their capital still counts."""
+    jenkins = readings("Jenkins controller has no free executors", vocabulary, pieces, english)["Jenkins"][0]
+    yesterday = readings("Yesterday the controller had no free executors", vocabulary, pieces, english)["Yesterday"][0]
+    assert 0.1 < jenkins < 0.5 and yesterday < jenkins

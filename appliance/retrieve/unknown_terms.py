@@ -73,7 +73,9 @@ MIN_NAME_IN_ONE_CASE = 5
 # Pieces of a run-together compound: each at least this long ("healthcheck" = health + check).
 MIN_COMPOUND_PART = 3
 # An unknown word that opens the question with a capital: its case cannot say, but questions rarely open on
-# an ordinary word the documents lack (Jenkins, one WordPiece, is a name).
+# an ordinary word the documents lack (Jenkins, one WordPiece, is a name). With the English lexicon, the weight is
+# scaled by how specific the word is in everyday English (english.py's rarity): "Yesterday the pump tripped…"
+# opens on an everyday word, not a product.
 CAPITALIZED_FIRST_WORD = 0.5
 # Pieces of a documented name that the head must reach: shorter heads match too much.
 MIN_HEAD = 6
@@ -85,6 +87,8 @@ class Lexicon(Protocol):
     def knows(self, word: str) -> bool: ...
 
     def misspelt(self, word: str) -> bool: ...
+
+    def rarity(self, word: str) -> float: ...
 
 
 @dataclass(frozen=True)
@@ -277,7 +281,10 @@ def _plain_words(
         elif _by_wildcard(text, start, end):
             found.append(UnknownTerm(word, WILDCARD_PIECE, "piece of a wildcard pattern", False))
         elif informative and word[:1].isupper() and len(words) == 1:
-            weight = max(CAPITALIZED_FIRST_WORD, _plain_weight(word, word_pieces))
+            # The capital of an opening word says "name" only as far as the word is no everyday English: with
+            # the lexicon, "Jenkins" and "Kong" keep most of a name's weight, "Yesterday" and "Quiet" almost none.
+            opening = CAPITALIZED_FIRST_WORD * (english.rarity(word) if english is not None else 1.0)
+            weight = max(opening, _plain_weight(word, word_pieces))
             found.append(UnknownTerm(word, weight, "capitalized first word", True))
         elif _documented_prefix(word, vocabulary):
             found.append(UnknownTerm(word, KNOWN_NAME_EXTENDED, "documented name with known words", False))

@@ -85,6 +85,12 @@ class EnglishWords:
         """How often the word occurs in the lexicon's subtitles (0: not at all)."""
         return self._words.get(word.lower(), 0)
 
+    def rarity(self, word: str) -> float:
+        """How specific a word is in everyday English: 1 for a name or jargon the lexicon lacks, 0 for a common
+        word, on a log scale of its count between SPECIFIC_COUNT and EVERYDAY_COUNT."""
+        span = math.log10(EVERYDAY_COUNT) - math.log10(SPECIFIC_COUNT)
+        return min(1.0, max(0.0, (math.log10(EVERYDAY_COUNT) - math.log10(max(self.count(word), 1))) / span))
+
     def misspelt(self, word: str) -> bool:
         """One edit from an English word, and not itself English."""
         lowered = word.lower()
@@ -114,6 +120,4 @@ def english_words() -> EnglishWords:
 
 def english_rarity(word: str) -> float:
     """How specific a word is in everyday English: 1 for a name or jargon the lexicon lacks, 0 for a common word."""
-    count = english_words().count(word)
-    span = math.log10(EVERYDAY_COUNT) - math.log10(SPECIFIC_COUNT)
-    return min(1.0, max(0.0, (math.log10(EVERYDAY_COUNT) - math.log10(max(count, 1))) / span))
+    return english_words().rarity(word)

@@ -2,7 +2,8 @@
 
 Each kind rewrites a question the way an operator would without changing what is asked: one
 typo, a synonym, the alert pasted from a pager, a wildcard in a metric or alert name, all lower or
-upper case, an added `p99` or `5xx`, a narrative lead-in, the alert pasted with the labels of the
+upper case, an added `p99` or `5xx`, a narrative lead-in (in lower case, or opening the sentence with its capital:
+"Yesterday …"), the alert pasted with the labels of the
 instance that fired (`namespace=shop pod=cart-7f9c6d8b5-x2x4z`: the operator's own names, which no runbook
 holds). A decision (answer or refuse) that flips
 on any of them depends on the wording, not on what the documents cover.
@@ -34,6 +35,7 @@ KINDS: tuple[str, ...] = (
     "p99",
     "5xx",
     "lead_in",
+    "capitalized_lead_in",
     "instance_labels",
 )
 
@@ -82,6 +84,15 @@ LEAD_INS: tuple[str, ...] = (
     "on-call here, half asleep: ",
     "hey team, ",
     "ok so ",
+)
+# The same, opening the sentence as people write one: with a capital, on an everyday word the documents may
+# never use (stop 60: "Yesterday the high-lift pump tripped…" was refused, and answered in lower case).
+CAPITALIZED_LEAD_INS: tuple[str, ...] = (
+    "Yesterday ",
+    "Quick one: ",
+    "Heads up, ",
+    "Weird one tonight: ",
+    "Morning all, ",
 )
 # The operator's own workloads in a pasted alert's labels: namespaces and deployments no runbook names.
 NAMESPACES = ("payments", "shop", "orders", "billing", "storefront", "ledger")
@@ -192,7 +203,7 @@ def _append(question: str, addition: str) -> str:
     return f"{stripped.rstrip('?').rstrip()} {addition}{mark}"
 
 
-def lead_in(question: str, key: str) -> str:
+def lead_in(question: str, key: str, lead_ins: tuple[str, ...] = LEAD_INS, kind: str = "lead_in") -> str:
     """A narrative start before the question; its first letter lowered unless it starts a name."""
     first = question.split(maxsplit=1)[0] if question.split() else ""
     lowered = (
@@ -200,7 +211,7 @@ def lead_in(question: str, key: str) -> str:
         if not first[:1].isupper() or any(c.isupper() or c.isdigit() for c in first[1:])
         else (question[0].lower() + question[1:])
     )
-    return LEAD_INS[_pick(key, "lead_in", len(LEAD_INS))] + lowered
+    return lead_ins[_pick(key, kind, len(lead_ins))] + lowered
 
 
 def instance_labels(question: str, key: str) -> str | None:
@@ -230,6 +241,7 @@ def perturb(question: str, key: str) -> list[Perturbation]:
         "p99": _append(question, "(p99 latency is up too)"),
         "5xx": _append(question, "(users are getting 5xx)"),
         "lead_in": lead_in(question, key),
+        "capitalized_lead_in": lead_in(question, key, CAPITALIZED_LEAD_INS, "capitalized_lead_in"),
         "instance_labels": instance_labels(question, key),
     }
     return [Perturbation(kind, text) for kind in KINDS if (text := candidates[kind]) and text != question]
