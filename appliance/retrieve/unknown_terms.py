@@ -17,7 +17,9 @@ to use weighs little; what the documents do cover under another spelling weighs 
   pieces ("sluggish"), a typo of an English word ("intermitently") or of one the documents write ("crpyto")
   is weighed by its pieces, two corpus words run together are a compound ("healthcheck"), and a word that
   is none of these is read as a name typed without its capitals ("zabbix agent unreachable" as "Zabbix
-  agent unreachable"), at half a capitalized name's weight.
+  agent unreachable"), at half a capitalized name's weight; a capitalized word opening the question weighs half
+  a name scaled by its rarity in everyday English, and an English word whose capital would weigh no more than an
+  English word does reads as that word ("Yesterday the pump tripped…" as "yesterday the pump tripped…").
 
 Measurements and the pager's status (p99, 5xx, 2Gi, FIRING:1; text/wording.py), and the instance a pasted
 alert's labels name (namespace=shop pod=cart-7f9c6d8b5-x2x4z), are not words of the question at all, and
@@ -282,10 +284,14 @@ def _plain_words(
             found.append(UnknownTerm(word, WILDCARD_PIECE, "piece of a wildcard pattern", False))
         elif informative and word[:1].isupper() and len(words) == 1:
             # The capital of an opening word says "name" only as far as the word is no everyday English: with
-            # the lexicon, "Jenkins" and "Kong" keep most of a name's weight, "Yesterday" and "Quiet" almost none.
+            # the lexicon, "Jenkins" and "Kong" keep most of a name's weight; "Yesterday" and "Quiet", English
+            # words whose capital would weigh no more than an English word does, read as that word.
             opening = CAPITALIZED_FIRST_WORD * (english.rarity(word) if english is not None else 1.0)
-            weight = max(opening, _plain_weight(word, word_pieces))
-            found.append(UnknownTerm(word, weight, "capitalized first word", True))
+            if english is not None and english.knows(word) and opening <= PLAIN_WORD[0]:
+                found.append(_plain_term(word, vocabulary, word_pieces, english))
+            else:
+                weight = max(opening, _plain_weight(word, word_pieces))
+                found.append(UnknownTerm(word, weight, "capitalized first word", True))
         elif _documented_prefix(word, vocabulary):
             found.append(UnknownTerm(word, KNOWN_NAME_EXTENDED, "documented name with known words", False))
         else:

@@ -171,8 +171,8 @@ def _trimmed(section: Section, matched: set[str], max_words: int, n: int = 1, ma
 
 def _with_their_parts(items: Sequence[Item], doing: Sequence[int]) -> list[int]:
     """The DOING items and the list items that belong to them: the line that introduces a command or a step
-    ("- Restart the virt-launcher pod:" above its code block) and a step's own sub-items (nested deeper, or
-    following a step that ends with a colon), up to the next step, heading or item at its level."""
+    ("- Restart the virt-launcher pod:" above its code block) and a step's own sub-items: the list items right
+    after it, while nested deeper than the step (all of them where the step ends with a colon)."""
     parts = set(doing)
     for i in doing:
         before = i - 1
