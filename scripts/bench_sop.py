@@ -187,7 +187,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
         "answerable_refused": _share(sum(r["refused"] for r in answerable), len(answerable)),
         "gold_document_cited": _share(sum(bool(r["gold_cited"]) for r in answerable), len(answerable)),
         "gold_document_cited_or_named": _share(
-            sum(bool(r["gold_cited"] or r.get("gold_named")) for r in answerable), len(answerable)
+            sum(bool(r["gold_cited"] or r["gold_named"]) for r in answerable), len(answerable)
         ),
         "cut_at_token_limit": _share(sum(r["truncated"] for r in rows), len(rows)),
         "words_shown_median": _median([r["words"] for r in answered]),

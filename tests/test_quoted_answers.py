@@ -125,14 +125,18 @@ class ExplodingGenerator(ScriptedGenerator):
         raise AssertionError("a quoted answer never asks the model")
 
 
-@pytest.fixture
-def indexed(settings: Settings, tmp_path: Path) -> Settings:
-    root = tmp_path / "plant"
+def indexed_folder(settings: Settings, root: Path, documents: dict[str, str]) -> Settings:
+    """`settings` with `documents` (file name → text) written to the folder `root` and ingested."""
     root.mkdir()
-    (root / "SOP-CL-004.md").write_text(CHANGE)
-    (root / "SOP-PMP-002.md").write_text(PUMPS)
+    for name, text in documents.items():
+        (root / name).write_text(text)
     ingest(settings, [root])
     return settings
+
+
+@pytest.fixture
+def indexed(settings: Settings, tmp_path: Path) -> Settings:
+    return indexed_folder(settings, tmp_path / "plant", {"SOP-CL-004.md": CHANGE, "SOP-PMP-002.md": PUMPS})
 
 
 def quoted(settings: Settings) -> Answerer:
@@ -317,11 +321,7 @@ def test_a_procedure_whose_steps_fit_the_steps_budget_shows_every_step_though_it
 
 @pytest.fixture
 def runbook(settings: Settings, tmp_path: Path) -> Settings:
-    root = tmp_path / "runbooks"
-    root.mkdir()
-    (root / "LauncherPodStuck.md").write_text(RUNBOOK)
-    ingest(settings, [root])
-    return settings
+    return indexed_folder(settings, tmp_path / "runbooks", {"LauncherPodStuck.md": RUNBOOK})
 
 
 def test_a_trimmed_procedure_keeps_the_line_that_introduces_a_command_and_a_steps_own_sub_items(
@@ -471,11 +471,7 @@ The Ceph documentation explains mon_osd_down_out_interval and the other monitor 
 
 @pytest.fixture
 def gitaly(settings: Settings, tmp_path: Path) -> Settings:
-    root = tmp_path / "runbooks"
-    root.mkdir()
-    (root / "gitaly.md").write_text(GITALY)
-    ingest(settings, [root])
-    return settings
+    return indexed_folder(settings, tmp_path / "runbooks", {"gitaly.md": GITALY})
 
 
 @pytest.mark.parametrize(

@@ -284,10 +284,11 @@ def _plain_words(
             found.append(UnknownTerm(word, WILDCARD_PIECE, "piece of a wildcard pattern", False))
         elif informative and word[:1].isupper() and len(words) == 1:
             # The capital of an opening word says "name" only as far as the word is no everyday English: with
-            # the lexicon, "Jenkins" and "Kong" keep most of a name's weight; "Yesterday" and "Quiet", English
-            # words whose capital would weigh no more than an English word does, read as that word.
+            # the lexicon, "Jenkins" and "Kong" keep most of a name's weight; "Yesterday" and "Quiet", whose
+            # capital would weigh no more than an English word does, read as that word (a weight this low needs a
+            # word the lexicon counts thousands of times, so it is one of its English words).
             opening = CAPITALIZED_FIRST_WORD * (english.rarity(word) if english is not None else 1.0)
-            if english is not None and english.knows(word) and opening <= PLAIN_WORD[0]:
+            if opening <= PLAIN_WORD[0]:
                 found.append(_plain_term(word, vocabulary, word_pieces, english))
             else:
                 weight = max(opening, _plain_weight(word, word_pieces))
