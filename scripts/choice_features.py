@@ -15,6 +15,7 @@ docs_corpus and the four runbook folders, built under --home (the same folders a
 ingest serves both).
 
 Usage: python scripts/choice_features.py [--sets train,procedures,heldout,sampled,tune,demo] [--out FILE.pkl]
+           [--documents N]
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 
 import appliance  # noqa: F401  (offline environment first)
-from appliance.answer.quoted.candidates import gather_candidates
+from appliance.answer.quoted.candidates import DOCUMENTS, gather_candidates
 from appliance.answer.quoted.features import BASE_FEATURES, base_features
 from appliance.answer.quoted.label_vectors import LabelVectors
 from appliance.ingest.pipeline import ingest
@@ -91,7 +92,12 @@ def section_text(section: Any) -> str:
 
 
 def dump_question(
-    searcher: Searcher, labels: LabelVectors, item: dict[str, Any], hits_wanted: int, whole_words: int
+    searcher: Searcher,
+    labels: LabelVectors,
+    item: dict[str, Any],
+    hits_wanted: int,
+    whole_words: int,
+    documents: int = DOCUMENTS,
 ) -> dict[str, Any]:
     started = time.perf_counter()
     catalog = searcher.catalog
@@ -107,7 +113,9 @@ def dump_question(
                 read.update(catalog.chunks_of_documents(missing))
             return {p: read.get(p, []) for p in paths}
 
-        candidates = gather_candidates(ranked, chunks_of, catalog.documents_named, question=found.searched)
+        candidates = gather_candidates(
+            ranked, chunks_of, catalog.documents_named, question=found.searched, documents=documents
+        )
         ids = [c.chunk_id for cand in candidates for c in cand.section.chunks]
         vectors = dict(catalog.embeddings(dict.fromkeys(ids)))
     embedder = searcher.embedder
@@ -185,6 +193,13 @@ def main() -> int:
     parser.add_argument("--out", type=Path, default=REPO / ".appliance" / "choice_features.pkl")
     parser.add_argument("--corpora", default="demo,runbooks", help="Only the questions over these indexes.")
     parser.add_argument("--reuse", action="store_true", help="Keep the questions --out already holds; dump the rest.")
+    parser.add_argument(
+        "--documents",
+        type=int,
+        default=DOCUMENTS,
+        help=f"The best documents of the hits whose sections are candidates (the appliance's {DOCUMENTS}; another "
+        "count measures that choice: fit_choice.py --features on the dump, without --write).",
+    )
     args = parser.parse_args()
     searchers: dict[str, tuple[Searcher, LabelVectors]] = {}
     dumped: list[dict[str, Any]] = []
@@ -206,8 +221,9 @@ def main() -> int:
                 searchers[corpus] = (searcher, LabelVectors(searcher.embedder.embed))
             searcher, labels = searchers[corpus]
             settings = searcher.settings
+            answer = settings.answer
             entry = dump_question(
-                searcher, labels, item, settings.answer.section_hits, settings.answer.max_procedure_words
+                searcher, labels, item, answer.section_hits, answer.max_procedure_words, args.documents
             )
             dumped.append(entry)
             best = max((c["recall"] for c in entry["candidates"]), default=0.0)

@@ -21,7 +21,9 @@ from appliance.index.records import ChunkRow
 from appliance.text.identifiers import is_identifier, is_strong_identifier
 from appliance.text.tokens import CANDIDATE
 
-DOCUMENTS = 5  # the best documents by hit mass whose sections are candidates
+# The best documents by hit mass whose sections are candidates: 3, 5 and 8 tie out of fold (scripts/choice_features.py
+# --documents, then fit_choice.py; docs/measurements/section-choice.md, "How many documents give candidates").
+DOCUMENTS = 5
 REFERENCED_DOCUMENTS = 2  # documents named by the hits that join them
 # "SOP-CL-004 section 6.2", "SOP-CL-004, §6", "see section 4.3 of SOP-…": the section number after a name.
 _SECTION_NUMBER = re.compile(r"(?:section|sect\.|sec\.|§)\s*(\d{1,2}(?:\.\d{1,2}){0,3})", re.IGNORECASE)
