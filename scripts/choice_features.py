@@ -204,7 +204,13 @@ def main() -> int:
     searchers: dict[str, tuple[Searcher, LabelVectors]] = {}
     dumped: list[dict[str, Any]] = []
     if args.reuse and args.out.exists():
-        dumped = pickle.loads(args.out.read_bytes())["questions"]
+        earlier = pickle.loads(args.out.read_bytes())
+        if earlier.get("documents", DOCUMENTS) != args.documents:
+            raise SystemExit(
+                f"--reuse: {args.out} holds the candidates of {earlier.get('documents', DOCUMENTS)} documents, not "
+                f"{args.documents}: dump to another --out"
+            )
+        dumped = earlier["questions"]
     done = {(q["set"], q["id"]) for q in dumped}
     for name in args.sets.split(","):
         for item in load_set(name):
@@ -234,7 +240,7 @@ def main() -> int:
             )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("wb") as handle:
-        pickle.dump({"features": BASE_FEATURES, "questions": dumped}, handle)
+        pickle.dump({"features": BASE_FEATURES, "questions": dumped, "documents": args.documents}, handle)
     print(f"{len(dumped)} questions → {args.out}", file=sys.stderr)
     return 0
 
