@@ -205,10 +205,11 @@ def main() -> int:
     dumped: list[dict[str, Any]] = []
     if args.reuse and args.out.exists():
         earlier = pickle.loads(args.out.read_bytes())
-        if earlier.get("documents", DOCUMENTS) != args.documents:
+        count = earlier.get("documents", DOCUMENTS)  # dumps made before the option: the appliance's count
+        if count != args.documents:
             raise SystemExit(
-                f"--reuse: {args.out} holds the candidates of {earlier.get('documents', DOCUMENTS)} documents, not "
-                f"{args.documents}: dump to another --out"
+                f"--reuse: {args.out} holds the candidates of {count} documents, not {args.documents}: dump to "
+                "another --out"
             )
         dumped = earlier["questions"]
     done = {(q["set"], q["id"]) for q in dumped}
