@@ -10,8 +10,10 @@ shown lines hold (every phrase; every key phrase for the key-phrase sets) and th
 (DECODINGS: the likeliest lines, or passages grown from the likeliest few) and the word budget. The ranker shipped
 before (BEFORE) is measured beside the chosen one on the same dump.
 
-Usage: python scripts/fit_lines.py [--dump FILE] [--reuse] [--write]
---reuse reads the line features dumped by an earlier run; --write stores fitted/line_ranker.json.
+Usage: python scripts/fit_lines.py [--dump FILE] [--reuse] [--write] [--sections 3,5,8]
+--reuse reads the line features dumped by an earlier run; --write stores fitted/line_ranker.json; --sections
+limits the dump and the search to these section counts (a fifth of the time at 3 alone: stop 62 refitted there,
+where stops 49-50 had chosen it).
 """
 
 from __future__ import annotations
@@ -36,6 +38,7 @@ from appliance.answer.quoted.label_vectors import LabelVectors
 from appliance.answer.quoted.lines import (
     ALONE_COSINES,
     LINE_FEATURES,
+    RANKS,
     Line,
     line_features,
     section_lines,
@@ -56,16 +59,18 @@ SEEDS = (1, 2, 3)
 DECODINGS = tuple((ratio, 0) for ratio in NEXT_RATIOS) + tuple((0.0, seeds) for seeds in SEEDS)
 BUDGETS = (100, 150)
 # The signals a model may use, fewer first: the 15 of the ranker shipped before stop 49; the 19 without the line's
-# cosines read alone (16); the 15 and four more (the line's cosine read under its headings, the best cosine and
-# coverage of the line beside it).
+# cosines read alone (16); those and the line's place among the candidates by two of them (18, stop 62: lines.py
+# RANKS); the 15 and four more (the line's cosine read under its headings, the best cosine and coverage of the line
+# beside it).
 FEATURE_SETS: dict[str, tuple[str, ...]] = {
     "15 signals": (
         *("cos_z", "cos", "lex", "value", "section_p", "chosen", "hit_rr", "log_words", "first_in_section"),
         *(f"kind_{kind}" for kind in ("table", "step", "item", "text", "code", "warning")),
     ),
     # The 19 without the three that read the line alone: half the embeddings (lines.py ALONE_COSINES).
-    "16 signals": tuple(name for name in LINE_FEATURES if name not in ALONE_COSINES),
-    "19 signals": LINE_FEATURES,
+    "16 signals": tuple(name for name in LINE_FEATURES if name not in ALONE_COSINES and name not in RANKS),
+    "18 signals": tuple(name for name in LINE_FEATURES if name not in ALONE_COSINES),
+    "19 signals": tuple(name for name in LINE_FEATURES if name not in RANKS),
 }
 # The line ranker shipped before stop 49 (fitted by this script then), measured beside the new fit on the same dump.
 BEFORE: dict[str, Any] = {
@@ -79,7 +84,9 @@ BEFORE: dict[str, Any] = {
 FITTED = REPO / "appliance" / "answer" / "fitted" / "line_ranker.json"
 
 
-def dump(sets: Sequence[str], home: Path, models_dir: Path) -> list[dict[str, Any]]:
+def dump(
+    sets: Sequence[str], home: Path, models_dir: Path, counts: Sequence[int] = SECTION_COUNTS
+) -> list[dict[str, Any]]:
     searchers: dict[str, tuple[Searcher, LabelVectors]] = {}
     dumped = []
     for name in sets:
@@ -93,15 +100,17 @@ def dump(sets: Sequence[str], home: Path, models_dir: Path) -> list[dict[str, An
                 searcher = Searcher(settings)
                 searchers[corpus] = (searcher, LabelVectors(searcher.embedder.embed))
             searcher, labels = searchers[corpus]
-            dumped.append(dump_question(searcher, labels, item))
+            dumped.append(dump_question(searcher, labels, item, counts))
             print(
-                f"{name} {item['id']}: {len(dumped[-1]['by_sections'][SECTION_COUNTS[-1]]['lines'])} lines",
+                f"{name} {item['id']}: {len(dumped[-1]['by_sections'][counts[-1]]['lines'])} lines",
                 file=sys.stderr,
             )
     return dumped
 
 
-def dump_question(searcher: Searcher, labels: LabelVectors, item: dict[str, Any]) -> dict[str, Any]:
+def dump_question(
+    searcher: Searcher, labels: LabelVectors, item: dict[str, Any], counts: Sequence[int] = SECTION_COUNTS
+) -> dict[str, Any]:
     catalog = searcher.catalog
     with searcher.index.reading():
         found = searcher.search(item["question"], k=searcher.settings.answer.section_hits)
@@ -121,12 +130,12 @@ def dump_question(searcher: Searcher, labels: LabelVectors, item: dict[str, Any]
     if choice is None:
         return {
             **meta,
-            "by_sections": {n: {"lines": [], "features": np.zeros((0, len(LINE_FEATURES)))} for n in SECTION_COUNTS},
+            "by_sections": {n: {"lines": [], "features": np.zeros((0, len(LINE_FEATURES)))} for n in counts},
         }
     phrases = [flat(p) for p in item["phrases"]]
     hit_ranks = {h.chunk_id: rank for rank, h in enumerate(found.hits, start=1)}
     by_sections = {}
-    for count in SECTION_COUNTS:
+    for count in counts:
         sections = [choice.chosen, *choice.alternatives(count - 1)]
         probability = {
             (r.section.path, r.section.heading): sum(
@@ -262,25 +271,27 @@ def main() -> int:
     parser.add_argument("--dump", type=Path, default=REPO / ".appliance" / "line_features.pkl")
     parser.add_argument("--reuse", action="store_true")
     parser.add_argument("--write", action="store_true")
-    parser.add_argument("--sets", default="train,heldout,sampled,tune,demo")
+    parser.add_argument("--sets", default="train,heldout,sampled,sampled_59,tune,demo")
     parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-sop")
     parser.add_argument("--models-dir", type=Path, default=REPO / "models")
     parser.add_argument("--results", type=Path, default=REPO / "scripts" / "results" / "fit_lines.json")
+    parser.add_argument("--sections", default=",".join(map(str, SECTION_COUNTS)), help="section counts to search")
     args = parser.parse_args()
+    counts = tuple(int(n) for n in args.sections.split(","))
     if args.reuse:
         questions = pickle.loads(args.dump.read_bytes())
     else:
-        questions = dump(args.sets.split(","), args.home, args.models_dir)
+        questions = dump(args.sets.split(","), args.home, args.models_dir, counts)
         args.dump.parent.mkdir(parents=True, exist_ok=True)
         args.dump.write_bytes(pickle.dumps(questions))
     train_all = [q for q in questions if q["set"] == "train"]
-    report: dict[str, Any] = {"training_questions": len(train_all), "grid": []}
+    report: dict[str, Any] = {"training_questions": len(train_all), "section_counts": list(counts), "grid": []}
     best: tuple[str, int, float, tuple[float, int], int] | None = None
     best_score = -1.0
     # In order of simplicity: a later design is chosen only where it shows every phrase for more questions
     # out of fold (by more than half a point).
     for feature_set, names in FEATURE_SETS.items():
-        for count in SECTION_COUNTS:
+        for count in counts:
             train = [q for q in at_count(questions, count, names) if q["set"] == "train"]
             for l2 in L2:
                 folds = {g: Ranker([q for q in train if q["group"] != g], l2) for g in GROUPS}

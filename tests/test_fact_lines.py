@@ -22,6 +22,7 @@ from appliance.answer.quoted.lines import (
     load_line_ranker,
     pick_lines,
     pick_passages,
+    reciprocal_places,
     shown_lines,
 )
 from appliance.errors import ApplianceError
@@ -141,6 +142,20 @@ def test_a_model_that_reads_the_line_alone_gets_its_cosines() -> None:
     features, embedded = _features(LINE_FEATURES)
     assert len(embedded) == 4 and "Kept for 90 days." in embedded
     assert features[:, LINE_FEATURES.index("cos")].any()
+
+
+def test_a_line_s_place_is_one_over_one_plus_the_lines_that_score_higher_and_ties_share_it() -> None:
+    places = reciprocal_places(np.array([0.2, 0.9, 0.5, 0.9, 0.0]))
+    assert places.tolist() == pytest.approx([1 / 4, 1.0, 1 / 3, 1.0, 1 / 5])
+
+
+def test_each_line_s_place_among_the_candidates_is_read_from_its_heading_cosine_and_its_coverage() -> None:
+    needed = [name for name in LINE_FEATURES if name not in ALONE_COSINES]
+    features, _ = _features(needed)
+    for level, place in (("ctx_cos", "ctx_cos_rr"), ("lex", "lex_rr")):
+        scores, places = features[:, LINE_FEATURES.index(level)], features[:, LINE_FEATURES.index(place)]
+        assert places.tolist() == pytest.approx(reciprocal_places(scores).tolist())
+        assert places[int(np.argmax(scores))] == 1.0
 
 
 def test_the_shipped_line_ranker_says_which_signals_it_reads() -> None:

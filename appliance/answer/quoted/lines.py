@@ -5,9 +5,10 @@ Candidates are the lines of the likeliest sections of the choice (the chosen one
 it): each table row with its header rows, each list item, each sentence of a long paragraph, each code block.
 Each line's signals: its cosine with the question (a standard score among the candidate lines, and the level),
 the same read under the last two parts of its heading path, how much of the question's weight it holds (its
-words' rarity among the lines), the best cosine and coverage of the line before or after it, whether it states a
-value of the kind asked (answer/generated/abstention.py's reading of values), its section's probability, whether
-a retrieved chunk holds it and how high, its layout kind and length, where it stands in its section. A softmax
+words' rarity among the lines), where those two place it among the candidate lines, the best cosine and coverage
+of the line before or after it, whether it states a value of the kind asked (answer/generated/abstention.py's
+reading of values), its section's probability, whether a retrieved chunk holds it and how high, its layout kind
+and length, where it stands in its section. A softmax
 over the lines gives each its probability. The fitted model says which of these signals it reads (one it does
 not read is not computed: the line read alone costs an embedding per line), how many sections give lines, and how
 the shown lines are picked: the likeliest lines, or passages grown from the likeliest few (shown_lines), within
@@ -38,12 +39,18 @@ LONG_PARAGRAPH_WORDS = 40  # a paragraph longer than this is offered sentence by
 KINDS = ("table", "step", "item", "text", "code", "warning")
 # The signals that read the line alone (its own embedding); the others read it under its headings.
 ALONE_COSINES = frozenset({"cos_z", "cos", "neighbour_cos_z"})
+# Where the line stands among the candidates, by its cosine read under its headings and by its share of the
+# question's weight: 1 / (1 + how many lines score higher). A level says how close the line is; the place says
+# whether another line is closer (stop 62, scripts/fit_lines.py).
+RANKS = ("ctx_cos_rr", "lex_rr")
 LINE_FEATURES = (
     "cos_z",
     "cos",
     "ctx_cos_z",
     "ctx_cos",
     "lex",
+    "ctx_cos_rr",
+    "lex_rr",
     "neighbour_cos_z",
     "neighbour_lex",
     "value",
@@ -127,6 +134,7 @@ def line_features(
     idf = {w: math.log((len(lines) + 1) / (sum(w in own for own in line_stems) + 0.5)) for w in stems}
     total = sum(idf.values()) or 1.0
     lexical = [sum(idf[w] for w in stems if w in own) / total for own in line_stems]
+    in_context_place, lexical_place = reciprocal_places(in_context_cosines), reciprocal_places(np.asarray(lexical))
     seen_sections: set[tuple[str, str]] = set()
     rows = []
     for n, line in enumerate(lines):
@@ -143,6 +151,8 @@ def line_features(
             "ctx_cos_z": float(in_context_standard[n]),
             "ctx_cos": float(in_context_cosines[n]),
             "lex": lexical[n],
+            "ctx_cos_rr": float(in_context_place[n]),
+            "lex_rr": float(lexical_place[n]),
             "neighbour_cos_z": max((float(standard[m]) for m in beside), default=0.0),
             "neighbour_lex": max((lexical[m] for m in beside), default=0.0),
             "value": 1.0 if stated_values(line.text, question) else 0.0,
@@ -155,6 +165,13 @@ def line_features(
         }
         rows.append([features[name] for name in LINE_FEATURES])
     return np.asarray(rows, dtype=np.float32)
+
+
+def reciprocal_places(scores: np.ndarray) -> np.ndarray:
+    """1 / (1 + how many scores are higher) for each score: the best is 1, and equal scores share a place."""
+    ordered = np.sort(np.asarray(scores, dtype=np.float64))
+    higher = len(ordered) - np.searchsorted(ordered, scores, side="right")
+    return np.asarray(1.0 / (1.0 + higher))
 
 
 @dataclass(frozen=True)
