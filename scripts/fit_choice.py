@@ -34,7 +34,7 @@ the phrases, in order), right document, gold section exactly; the same for today
 candidate (the ceiling the candidates allow).
 
 Usage: python scripts/fit_choice.py [--features FILE] [--write] [--fresh | --keep-settings]
-           [--results scripts/results/fit_choice.json]
+           [--reading-variants] [--results scripts/results/fit_choice.json]
 --write stores the fitted models in appliance/answer/fitted/ (the appliance's defaults). --keep-settings refits the
 weights at the shipped settings without searching the grid (a change of features or vectors measured alone).
 """
@@ -64,7 +64,9 @@ from appliance.answer.quoted.features import BASE_FEATURES, FEATURES, heading_wo
 from appliance.answer.quoted.ranker import HiddenLayer, hidden_scores
 from appliance.answer.quoted.sections import is_within
 from appliance.config import AnswerSettings
+from appliance.text.questions import question_kind
 from scripts.bench_sop import PROCEDURE_SETS
+from scripts.lib.perturb import perturb
 
 REPO = Path(__file__).resolve().parent.parent
 GROUPS = ("docs_corpus", "openshift", "gitlab", "ir-prometheus")
@@ -90,14 +92,32 @@ SHOWN_MASSES: tuple[float | None, ...] = (None, 0.3, 0.35, 0.4, 0.45, 0.5, 0.55,
 
 
 MIN_QUESTIONS = 3  # an n-gram enters the reading's vocabulary when this many training questions hold it
+# With --reading-variants the reading is also fitted on every operator-style variant of its training questions
+# (scripts/lib/perturb.py: a lead-in, a pasted pager line, a typo, a synonym, one case…), each with its question's
+# labels, drawn under their own keys so that their picks differ from the perturbation suite's. Measured in stop 62,
+# not adopted (docs/measurements/section-choice.md, "The reading fitted on typed variants"): out of fold the
+# variants' readings disagree with their question's 261 → 89 times, but the sections chosen on the sets written by
+# other methods got no better and on three of seven worse.
+READING_VARIANTS = False
+
+
+def reading_variants(question: dict[str, Any]) -> list[dict[str, Any]]:
+    """The question's operator-style variants, with its labels, read as the appliance reads a question."""
+    return [
+        {**question, "searched": variant.text, "regex_kind": question_kind(variant.text)}
+        for variant in perturb(question["question"], f"reading/{question['set']}/{question['id']}")
+    ]
 
 
 class Reading:
     """P(procedure) and P(whole | procedure): logistic models over the grammar's kind and the question's
-    n-grams (answer/question.py reading_inputs), the vocabulary taken from the questions it is fitted on."""
+    n-grams (answer/question.py reading_inputs), the vocabulary taken from the questions it is fitted on: the
+    training questions and, with READING_VARIANTS, their variants."""
 
-    def __init__(self, questions: Sequence[dict[str, Any]], c: float) -> None:
-        answerable = [q for q in questions if q["answerable"] and q["kind"]]
+    def __init__(self, questions: Sequence[dict[str, Any]], c: float, variants: bool | None = None) -> None:
+        written = [q for q in questions if q["answerable"] and q["kind"]]
+        with_variants = READING_VARIANTS if variants is None else variants  # the module's, set by main (fork)
+        answerable = [*written, *(v for q in written for v in reading_variants(q))] if with_variants else written
         counts: dict[str, int] = {}
         for q in answerable:
             for gram in ngrams(q["searched"]):
@@ -608,10 +628,20 @@ def main() -> int:
         help="Refit the weights at the shipped settings (penalties, reading, hidden layer, shown mass) without "
         "searching the grid: for new features or vectors, whose effect is then not mixed with a reselection.",
     )
+    parser.add_argument(
+        "--reading-variants",
+        action="store_true",
+        help="Fit the question's reading on the training questions and their operator-style variants "
+        "(READING_VARIANTS; measured in stop 62, not adopted): for comparison, never with --write.",
+    )
     args = parser.parse_args()
+    if args.reading_variants and args.write:
+        raise SystemExit("--reading-variants is a measurement: the shipped reading is fitted on the questions as typed")
+    global READING_VARIANTS
+    READING_VARIANTS = args.reading_variants
     questions = load_questions(args.features)
     train = [q for q in questions if is_training(q)]
-    report: dict[str, Any] = {"training_questions": len(train)}
+    report: dict[str, Any] = {"training_questions": len(train), "reading_variants": READING_VARIANTS}
 
     # Regularization: chosen out of fold (leave one corpus out), below.
     linear = HIDDEN_LAYERS[0]

@@ -20,6 +20,8 @@ from appliance.answer.quoted.sections import is_within
 from appliance.config import Settings
 from appliance.errors import ApplianceError
 from appliance.ingest.pipeline import ingest
+from appliance.text.questions import question_kind
+from scripts.fit_choice import reading_variants
 
 RUNBOOK = """# KubeJobFailed
 
@@ -326,6 +328,27 @@ def test_a_question_reading_of_the_wrong_size_is_refused(tmp_path: Path) -> None
 def test_the_question_is_read_the_same_however_it_is_typed(question: str, procedure: bool) -> None:
     read = read_question(question, question, question, np.zeros(384, dtype=np.float32))
     assert (read.kind == "procedure") is procedure, (read.kind, read.procedure, read.whole)
+
+
+def test_a_reading_fitted_on_typed_variants_gives_each_the_labels_of_its_question() -> None:
+    """scripts/fit_choice.py --reading-variants (measured, not adopted): each variant is read as the appliance reads
+    a question, and keeps its question's labels."""
+    question = {
+        "set": "train",
+        "id": "q-1",
+        "question": "How do I restart the high-lift pump after a trip?",
+        "searched": "How do I restart the high-lift pump after a trip?",
+        "regex_kind": "procedure",
+        "kind": "procedure",
+        "scope": "whole",
+        "answerable": True,
+    }
+    variants = reading_variants(question)
+    assert len(variants) >= 5
+    assert {v["searched"] for v in variants}.isdisjoint({question["searched"]})
+    for variant in variants:
+        assert (variant["kind"], variant["scope"], variant["id"]) == ("procedure", "whole", "q-1")
+        assert variant["regex_kind"] == question_kind(variant["searched"])
 
 
 def test_heading_words_are_matched_without_numbers_or_case() -> None:
