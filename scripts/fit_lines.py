@@ -280,6 +280,9 @@ def main() -> int:
     counts = tuple(int(n) for n in args.sections.split(","))
     if args.reuse:
         questions = pickle.loads(args.dump.read_bytes())
+        dumped = sorted({n for q in questions for n in q["by_sections"]})
+        if not set(counts) <= set(dumped):
+            raise SystemExit(f"{args.dump}: dumped at {dumped} sections, not {list(counts)}: pass --sections to match")
     else:
         questions = dump(args.sets.split(","), args.home, args.models_dir, counts)
         args.dump.parent.mkdir(parents=True, exist_ok=True)

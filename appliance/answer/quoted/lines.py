@@ -8,11 +8,11 @@ the same read under the last two parts of its heading path, how much of the ques
 words' rarity among the lines), where those two place it among the candidate lines, the best cosine and coverage
 of the line before or after it, whether it states a value of the kind asked (answer/generated/abstention.py's
 reading of values), its section's probability, whether a retrieved chunk holds it and how high, its layout kind
-and length, where it stands in its section. A softmax
-over the lines gives each its probability. The fitted model says which of these signals it reads (one it does
-not read is not computed: the line read alone costs an embedding per line), how many sections give lines, and how
-the shown lines are picked: the likeliest lines, or passages grown from the likeliest few (shown_lines), within
-the word budget, in document order with their section headings.
+and length, where it stands in its section. A softmax over the lines gives each its probability. The fitted model
+says which of these signals it reads (one it does not read is not computed: the line read alone costs an
+embedding per line), how many sections give lines, and how the shown lines are picked: the likeliest lines, or
+passages grown from the likeliest few (shown_lines), within the word budget, in document order with their
+section headings.
 """
 
 from __future__ import annotations
