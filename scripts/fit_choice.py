@@ -114,10 +114,10 @@ class Reading:
     n-grams (answer/question.py reading_inputs), the vocabulary taken from the questions it is fitted on: the
     training questions and, with READING_VARIANTS, their variants."""
 
-    def __init__(self, questions: Sequence[dict[str, Any]], c: float, variants: bool | None = None) -> None:
+    def __init__(self, questions: Sequence[dict[str, Any]], c: float) -> None:
         written = [q for q in questions if q["answerable"] and q["kind"]]
-        with_variants = READING_VARIANTS if variants is None else variants  # the module's, set by main (fork)
-        answerable = [*written, *(v for q in written for v in reading_variants(q))] if with_variants else written
+        # READING_VARIANTS is the module's, set by main before the fold processes fork.
+        answerable = [*written, *(v for q in written for v in reading_variants(q))] if READING_VARIANTS else written
         counts: dict[str, int] = {}
         for q in answerable:
             for gram in ngrams(q["searched"]):
