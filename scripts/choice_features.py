@@ -15,7 +15,7 @@ docs_corpus and the four runbook folders, built under --home (the same folders a
 ingest serves both).
 
 Usage: python scripts/choice_features.py [--sets train,procedures,heldout,sampled,tune,demo] [--out FILE.pkl]
-           [--documents N]
+           [--documents N] [--pointing-hits N] [--referenced-documents N]
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 
 import appliance  # noqa: F401  (offline environment first)
-from appliance.answer.quoted.candidates import DOCUMENTS, gather_candidates
+from appliance.answer.quoted.candidates import DOCUMENTS, POINTING_HITS, REFERENCED_DOCUMENTS, gather_candidates
 from appliance.answer.quoted.features import BASE_FEATURES, base_features
 from appliance.answer.quoted.label_vectors import LabelVectors
 from appliance.ingest.pipeline import ingest
@@ -98,6 +98,8 @@ def dump_question(
     hits_wanted: int,
     whole_words: int,
     documents: int = DOCUMENTS,
+    pointing_hits: int = POINTING_HITS,
+    referenced_documents: int = REFERENCED_DOCUMENTS,
 ) -> dict[str, Any]:
     started = time.perf_counter()
     catalog = searcher.catalog
@@ -114,7 +116,13 @@ def dump_question(
             return {p: read.get(p, []) for p in paths}
 
         candidates = gather_candidates(
-            ranked, chunks_of, catalog.documents_named, question=found.searched, documents=documents
+            ranked,
+            chunks_of,
+            catalog.documents_named,
+            question=found.searched,
+            documents=documents,
+            referenced_documents=referenced_documents,
+            pointing_hits=pointing_hits,
         )
         ids = [c.chunk_id for cand in candidates for c in cand.section.chunks]
         vectors = dict(catalog.embeddings(dict.fromkeys(ids)))
@@ -200,17 +208,37 @@ def main() -> int:
         help=f"The best documents of the hits whose sections are candidates (the appliance's {DOCUMENTS}; another "
         "count measures that choice: fit_choice.py --features on the dump, without --write).",
     )
+    parser.add_argument(
+        "--pointing-hits",
+        type=int,
+        default=POINTING_HITS,
+        help=f"The best hits read for other documents' names (the appliance's {POINTING_HITS}; "
+        "scripts/measure_gathering.py).",
+    )
+    parser.add_argument(
+        "--referenced-documents",
+        type=int,
+        default=REFERENCED_DOCUMENTS,
+        help=f"Named documents that join the candidates (the appliance's {REFERENCED_DOCUMENTS}).",
+    )
     args = parser.parse_args()
+    reach = {
+        "documents": args.documents,
+        "pointing_hits": args.pointing_hits,
+        "referenced_documents": args.referenced_documents,
+    }
     searchers: dict[str, tuple[Searcher, LabelVectors]] = {}
     dumped: list[dict[str, Any]] = []
     if args.reuse and args.out.exists():
         earlier = pickle.loads(args.out.read_bytes())
-        count = earlier.get("documents", DOCUMENTS)  # dumps made before the option: the appliance's count
-        if count != args.documents:
-            raise SystemExit(
-                f"--reuse: {args.out} holds the candidates of {count} documents, not {args.documents}: dump to "
-                "another --out"
-            )
+        # Dumps made before an option hold the appliance's count for it.
+        held = {
+            "documents": earlier.get("documents", DOCUMENTS),
+            "pointing_hits": earlier.get("pointing_hits", POINTING_HITS),
+            "referenced_documents": earlier.get("referenced_documents", REFERENCED_DOCUMENTS),
+        }
+        if held != reach:
+            raise SystemExit(f"--reuse: {args.out} holds the candidates of {held}, not {reach}: dump to another --out")
         dumped = earlier["questions"]
     done = {(q["set"], q["id"]) for q in dumped}
     for name in args.sets.split(","):
@@ -230,7 +258,14 @@ def main() -> int:
             settings = searcher.settings
             answer = settings.answer
             entry = dump_question(
-                searcher, labels, item, answer.section_hits, answer.max_procedure_words, args.documents
+                searcher,
+                labels,
+                item,
+                answer.section_hits,
+                answer.max_procedure_words,
+                args.documents,
+                args.pointing_hits,
+                args.referenced_documents,
             )
             dumped.append(entry)
             best = max((c["recall"] for c in entry["candidates"]), default=0.0)
@@ -241,7 +276,7 @@ def main() -> int:
             )
     args.out.parent.mkdir(parents=True, exist_ok=True)
     with args.out.open("wb") as handle:
-        pickle.dump({"features": BASE_FEATURES, "questions": dumped, "documents": args.documents}, handle)
+        pickle.dump({"features": BASE_FEATURES, "questions": dumped, **reach}, handle)
     print(f"{len(dumped)} questions → {args.out}", file=sys.stderr)
     return 0
 

@@ -27,7 +27,8 @@ MTRAG-UN (../shared/data/mtrag-un, never fitted on by the shipped model): each c
 indexed as bench_sop.py does, each task searched with the text the default follow-up decision searches; per
 collection the shipped model, the team refit and a joint refit (the team's sets and the other collection, this one
 left out), refused / declined and the AUC (how well each ranks the two kinds, whatever the threshold).
-Searches only (indexes as bench_sop.py, .appliance/bench-sop); signals cached (--cache; --fresh after a change).
+Searches only (indexes as bench_sop.py, .appliance/bench-sop); signals cached (--cache; --fresh after a change),
+each entry with the question's unknown terms as read (what scripts/fit_unknown_readings.py refits).
 Usage: python scripts/fit_evidence.py [--json scripts/results/fit_evidence.json]
 """
 
@@ -131,6 +132,7 @@ def collect(items: list[dict[str, Any]], home: Path, models_dir: Path, cache: Pa
                         "variant": variant,
                         "answerable": answerable,
                         "signals": {**evidence.signals.features(), "unknown_specific": unknown_specific(evidence)},
+                        "terms": unknown_readings(evidence),
                     }
                     done[key] = entry
                     out.write(json.dumps(entry) + "\n")
@@ -185,11 +187,23 @@ def collect_mtrag(home: Path, models_dir: Path, cache: Path, done: dict[str, dic
                         "label": task.answerability,
                         "answerable": task.answerability != "UNANSWERABLE",
                         "signals": {**evidence.signals.features(), "unknown_specific": unknown_specific(evidence)},
+                        "terms": unknown_readings(evidence),
                     }
                     done[key] = entry
                     out.write(json.dumps(entry) + "\n")
             finally:
                 searcher.close()
+
+
+def unknown_readings(evidence: Any) -> dict[str, Any]:
+    """The question's unknown terms as retrieve/unknown_terms.py read them (reading, weight, name-shaped) and the
+    count of its words the plain ones are a share of: what scripts/fit_unknown_readings.py refits."""
+    signals = evidence.signals
+    counted = signals.content_terms if signals.counted_terms is None else signals.counted_terms
+    return {
+        "counted": counted,
+        "unknown": [[term.why, term.weight, term.name_shaped] for term in signals.unknown],
+    }
 
 
 def unknown_specific(evidence: Any) -> float:
@@ -222,7 +236,7 @@ def probability(coefficients: dict[str, float], entry: dict[str, Any]) -> float:
     z = coefficients["intercept"] + sum(
         v * entry["signals"].get(f, 0.0) for f, v in coefficients.items() if f != "intercept"
     )
-    return 1.0 / (1.0 + math.exp(-z))
+    return 1.0 / (1.0 + math.exp(-min(max(z, -50.0), 50.0)))  # a separated signal's logit stays finite
 
 
 def out_of_fold(entries: Sequence[dict[str, Any]], features: Sequence[str], l2: float) -> list[float]:

@@ -24,11 +24,15 @@ from appliance.text.tokens import CANDIDATE
 # The best documents by hit mass whose sections are candidates: 3, 5 and 8 tie out of fold (scripts/choice_features.py
 # --documents, then fit_choice.py; docs/measurements/section-choice.md, "How many documents give candidates").
 DOCUMENTS = 5
-REFERENCED_DOCUMENTS = 2  # documents named by the hits that join them
+# Documents named by the best POINTING_HITS hits that join the candidates. 10 hits / 2 documents tie with 20 / 4
+# end to end (scripts/measure_gathering.py: 4 of 528 training questions more within reach, none of seven measured
+# sets; fit_choice.py refitted on both: level), so the smaller reach stays (docs/measurements/section-choice.md,
+# "How far a hit's pointers reach").
+REFERENCED_DOCUMENTS = 2
 # "SOP-CL-004 section 6.2", "SOP-CL-004, §6", "see section 4.3 of SOP-…": the section number after a name.
 _SECTION_NUMBER = re.compile(r"(?:section|sect\.|sec\.|§)\s*(\d{1,2}(?:\.\d{1,2}){0,3})", re.IGNORECASE)
 MAX_NAMES = 24  # names looked up per question
-POINTING_HITS = 10  # the best hits whose text is read for pointers to other documents
+POINTING_HITS = 10  # the best hits whose text is read for pointers to other documents (see REFERENCED_DOCUMENTS)
 
 
 @dataclass(frozen=True)
@@ -55,9 +59,11 @@ def gather_candidates(
     *,
     question: str = "",
     documents: int = DOCUMENTS,
+    referenced_documents: int = REFERENCED_DOCUMENTS,
+    pointing_hits: int = POINTING_HITS,
 ) -> list[Candidate]:
     """Every section of the best `documents` documents of `hits` (chunk, fused score; best first), and of up
-    to REFERENCED_DOCUMENTS more that the best hits name."""
+    to `referenced_documents` more that the best `pointing_hits` hits name."""
     if not hits:
         return []
     masses: dict[str, float] = {}
@@ -65,8 +71,8 @@ def gather_candidates(
         masses[chunk.path] = masses.get(chunk.path, 0.0) + max(score, 0.0)
     ranked_paths = sorted(masses, key=lambda path: -masses[path])[:documents]
     top_mass = max(masses[ranked_paths[0]], 1e-9)
-    references = _references(hits, documents_named, question) if documents_named else {}
-    extra = [path for path in references if path not in ranked_paths][:REFERENCED_DOCUMENTS]
+    references = _references(hits[:pointing_hits], documents_named, question) if documents_named else {}
+    extra = [path for path in references if path not in ranked_paths][:referenced_documents]
     by_document = chunks_of([*ranked_paths, *extra])
     ranked_hits = [(chunk, score, rank) for rank, (chunk, score) in enumerate(hits, start=1)]
     names = _document_names(by_document)
@@ -101,7 +107,7 @@ def gather_candidates(
 def _references(
     hits: Sequence[tuple[ChunkRow, float]], documents_named: DocumentsNamed, question: str
 ) -> dict[str, dict[str, list[int]]]:
-    """Documents named in the best hits' lines ("SOP-CL-004"): for each, the section numbers named on the same
+    """Documents named in the hits' lines ("SOP-CL-004"): for each, the section numbers named on the same
     line ("section 6.2"; "" for the document alone) and the positions of the hits that name them. Where the
     question names a tag or an alarm, only the lines naming it point (an alarm guide's row for that alarm, not
     its neighbours')."""
@@ -109,11 +115,12 @@ def _references(
     found: dict[str, dict[str, list[int]]] = {}
     lines = [
         (position, line)
-        for position, (chunk, _) in enumerate(hits[:POINTING_HITS])
+        for position, (chunk, _) in enumerate(hits)
         for line in chunk.text.splitlines()
         if not asked or asked & {token.casefold() for token in _strong_names(line)}
     ]
-    names = sorted({token for _, line in lines for token in _strong_names(line)})[:MAX_NAMES]
+    # In the order the best hits name them: where there are more than MAX_NAMES, the best hits' names are read.
+    names = list(dict.fromkeys(token for _, line in lines for token in _strong_names(line)))[:MAX_NAMES]
     if not names:
         return {}
     named = documents_named(names)

@@ -1,0 +1,203 @@
+"""How far the candidate sections reach: the two counts of answer/quoted/candidates.py that follow a hit's pointer
+to another document, measured over the hits the appliance's own search returns.
+
+`POINTING_HITS`: how many of the best hits are read for document names ("see SOP-CL-004 section 6",
+KubePodNotReady); `REFERENCED_DOCUMENTS`: how many named documents, beyond the hits' best `DOCUMENTS`, give their
+sections. A larger reach can only add candidates (the gold section found more often), at the cost of more sections
+for the ranker to read (time, and rivals for the right one). Measured per question, for each pair of counts:
+
+* gold section: the question's gold section is a candidate (sets that name one);
+* every phrase: some candidate short enough to show whole (`answer.max_procedure_words`) holds every gold phrase
+  (step, answer or key phrases): what showing it could give at best (a whole document always holds them);
+* gold document: a candidate lies in a gold file (sets that name one or several);
+* candidates: how many sections the ranker reads (median and 90th percentile), and documents joined by a pointer.
+
+Rule (written before any run; "every phrase" then counted any candidate, and the first run showed that a whole
+document always holds every phrase, so it was restricted to showable sections before anything was chosen): on the
+fitting set (scripts/qa/choice_train.jsonl, the section ranker's), the smallest reach (fewest candidates at the
+90th percentile) whose "every phrase" count is within one question of the best. The measured sets are reported
+beside it, never used to choose. What the rule chooses only widens the ceiling: whether the ranker then chooses
+better is measured end to end (choice_features.py --pointing-hits / --referenced-documents, fit_choice.py
+--features; docs/measurements/section-choice.md, "How far a hit's pointers reach"). The search runs once per
+question (default settings, `answer.section_hits` hits); only the gathering is repeated.
+
+Usage: python scripts/measure_gathering.py [--sets train,procedures,...] [--json scripts/results/measure_gathering.json]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import numpy as np
+
+import appliance  # noqa: F401  (offline environment first)
+from appliance.answer.quoted.candidates import POINTING_HITS, REFERENCED_DOCUMENTS, Candidate, gather_candidates
+from appliance.ingest.pipeline import ingest
+from appliance.retrieve.search import Searcher
+from scripts.bench_sop import REPO, corpus_roots, flat, settings_for
+from scripts.choice_features import corpus_of, load_set, section_text
+
+SETS = ("train", "procedures", "procedures_llm", "heldout", "sampled", "sampled_59", "tune", "demo")
+POINTING = (5, 10, 20)
+REFERENCED = (0, 1, 2, 4)
+FITTING_SET = "train"
+RESULTS = REPO / "scripts" / "results" / "measure_gathering.json"
+
+
+def reach_of(
+    candidates: Sequence[Candidate], item: dict[str, Any], phrases: Sequence[str], showable_words: int
+) -> dict[str, Any]:
+    """What one gathering offers the ranker for one question."""
+    gold = item.get("gold_section")
+    gold_files = set(item.get("gold_files") or [item["gold_file"]])
+    holds_all = False
+    if phrases:
+        for candidate in candidates:
+            if candidate.section.words > showable_words:
+                continue
+            text = flat(section_text(candidate.section))
+            if all(phrase in text for phrase in phrases):
+                holds_all = True
+                break
+    return {
+        "gold_section": None
+        if not gold
+        else any(c.section.path == item["gold_file"] and c.section.heading == gold for c in candidates),
+        "every_phrase": holds_all if phrases else None,
+        "gold_document": any(c.section.path in gold_files for c in candidates),
+        "candidates": len(candidates),
+        "referenced_documents": len({c.section.path for c in candidates if c.document_rank == 0}),
+    }
+
+
+def measure_question(searcher: Searcher, item: dict[str, Any]) -> dict[str, Any]:
+    answer = searcher.settings.answer
+    hits_wanted = answer.section_hits
+    catalog = searcher.catalog
+    with searcher.index.reading():
+        found = searcher.search(item["question"], k=hits_wanted)
+        rows = catalog.chunks_by_ids([hit.chunk_id for hit in found.hits])
+        ranked = [(rows[hit.chunk_id], hit.score) for hit in found.hits if hit.chunk_id in rows]
+        read: dict[str, Any] = {}
+
+        def chunks_of(paths: Any) -> dict[str, Any]:
+            missing = [p for p in paths if p not in read]
+            if missing:
+                read.update(catalog.chunks_of_documents(missing))
+            return {p: read.get(p, []) for p in paths}
+
+        phrases = [flat(p) for p in item["phrases"]]
+        reaches = {}
+        for pointing in POINTING:
+            for referenced in REFERENCED:
+                candidates = gather_candidates(
+                    ranked,
+                    chunks_of,
+                    catalog.documents_named,
+                    question=found.searched,
+                    referenced_documents=referenced,
+                    pointing_hits=pointing,
+                )
+                reaches[f"{pointing}/{referenced}"] = reach_of(candidates, item, phrases, answer.max_procedure_words)
+    return {"set": item["set"], "id": item["id"], "answerable": item["answerable"], "reaches": reaches}
+
+
+def summarize(measured: Sequence[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    table: dict[str, dict[str, Any]] = {}
+    for key in measured[0]["reaches"] if measured else ():
+        reaches = [m["reaches"][key] for m in measured]
+        counts = np.array([r["candidates"] for r in reaches])
+        golds = [r["gold_section"] for r in reaches if r["gold_section"] is not None]
+        phrases = [r["every_phrase"] for r in reaches if r["every_phrase"] is not None]
+        table[key] = {
+            "questions": len(reaches),
+            "gold_section": sum(golds),
+            "with_gold_section": len(golds),
+            "every_phrase": sum(phrases),
+            "gold_document": sum(r["gold_document"] for r in reaches),
+            "with_phrases": len(phrases),
+            "candidates_median": float(np.median(counts)),
+            "candidates_p90": float(np.percentile(counts, 90)),
+            "questions_with_referenced": sum(r["referenced_documents"] > 0 for r in reaches),
+        }
+    return table
+
+
+def moved(by_set: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, dict[str, list[Any]]]]:
+    """The questions whose gold is reached by some reaches and not others: per reach, what it reaches."""
+    found: dict[str, dict[str, dict[str, list[Any]]]] = {}
+    for name, measured in by_set.items():
+        for question in measured:
+            reached = {
+                key: [reach["gold_section"], reach["every_phrase"], reach["gold_document"]]
+                for key, reach in question["reaches"].items()
+            }
+            if len({tuple(v) for v in reached.values()}) > 1:
+                found.setdefault(name, {})[question["id"]] = reached
+    return found
+
+
+def choose(table: dict[str, dict[str, Any]]) -> str:
+    """The rule of the module docstring: the smallest reach within one question of the best "every phrase"."""
+    best = max(row["every_phrase"] for row in table.values())
+    near = [key for key, row in table.items() if row["every_phrase"] >= best - 1]
+    return min(near, key=lambda key: (table[key]["candidates_p90"], table[key]["candidates_median"], key))
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-sop")
+    parser.add_argument("--models-dir", type=Path, default=REPO / "models")
+    parser.add_argument("--sets", default=",".join(SETS))
+    parser.add_argument("--json", type=Path, default=RESULTS)
+    args = parser.parse_args()
+    searchers: dict[str, Searcher] = {}
+    by_set: dict[str, list[dict[str, Any]]] = {}
+    for name in args.sets.split(","):
+        for item in load_set(name):
+            corpus = "runbooks" if name in ("heldout", "sampled", "sampled_59", "tune") else corpus_of(item)
+            if corpus not in searchers:
+                settings = settings_for(corpus, args.home, args.models_dir)
+                ingest(settings, corpus_roots(corpus))
+                searchers[corpus] = Searcher(settings)
+            searcher = searchers[corpus]
+            if not item["answerable"]:
+                continue  # no gold to reach
+            by_set.setdefault(name, []).append(measure_question(searcher, item))
+        print(f"{name}: {len(by_set.get(name, []))} answerable questions measured", file=sys.stderr)
+    tables = {name: summarize(measured) for name, measured in by_set.items()}
+    shipped = f"{POINTING_HITS}/{REFERENCED_DOCUMENTS}"
+    chosen = choose(tables[FITTING_SET]) if FITTING_SET in tables else None
+    print(f"pointing hits / referenced documents; shipped {shipped}; rule's choice on {FITTING_SET}: {chosen}")
+    for name, table in tables.items():
+        print(f"\n{name}")
+        print(
+            f"{'reach':>6} {'gold section':>14} {'every phrase':>14} {'gold doc':>9} {'cands med/p90':>14} "
+            f"{'with pointer':>13}"
+        )
+        for key, row in table.items():
+            mark = " shipped" if key == shipped else ""
+            print(
+                f"{key:>6} {row['gold_section']:>6}/{row['with_gold_section']:<7} {row['every_phrase']:>6}/"
+                f"{row['with_phrases']:<7} {row['gold_document']:>9} "
+                f"{row['candidates_median']:>6.0f}/{row['candidates_p90']:<7.0f} "
+                f"{row['questions_with_referenced']:>13}{mark}"
+            )
+    args.json.parent.mkdir(parents=True, exist_ok=True)
+    args.json.write_text(
+        json.dumps({"shipped": shipped, "chosen": chosen, "tables": tables, "moved": moved(by_set)}, indent=1) + "\n",
+        encoding="utf-8",
+    )
+    print(f"\n→ {args.json}", file=sys.stderr)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
