@@ -91,6 +91,24 @@ def section_text(section: Any) -> str:
     return "\n".join(item.text for item in section.items)
 
 
+def searched(searcher: Searcher, question: str, hits_wanted: int) -> tuple[Any, list[tuple[Any, float]], Any]:
+    """The appliance's search for `question`: what it found, its hits as (chunk, fused score), and a reader of whole
+    documents that reads each once (inside `searcher.index.reading()`)."""
+    catalog = searcher.catalog
+    found = searcher.search(question, k=hits_wanted)
+    rows = catalog.chunks_by_ids([hit.chunk_id for hit in found.hits])
+    ranked = [(rows[hit.chunk_id], hit.score) for hit in found.hits if hit.chunk_id in rows]
+    read: dict[str, Any] = {}
+
+    def chunks_of(paths: Any) -> dict[str, Any]:
+        missing = [p for p in paths if p not in read]
+        if missing:
+            read.update(catalog.chunks_of_documents(missing))
+        return {p: read.get(p, []) for p in paths}
+
+    return found, ranked, chunks_of
+
+
 def dump_question(
     searcher: Searcher,
     labels: LabelVectors,
@@ -104,17 +122,7 @@ def dump_question(
     started = time.perf_counter()
     catalog = searcher.catalog
     with searcher.index.reading():
-        found = searcher.search(item["question"], k=hits_wanted)
-        rows = catalog.chunks_by_ids([hit.chunk_id for hit in found.hits])
-        ranked = [(rows[hit.chunk_id], hit.score) for hit in found.hits if hit.chunk_id in rows]
-        read: dict[str, Any] = {}
-
-        def chunks_of(paths: Any) -> dict[str, Any]:
-            missing = [p for p in paths if p not in read]
-            if missing:
-                read.update(catalog.chunks_of_documents(missing))
-            return {p: read.get(p, []) for p in paths}
-
+        found, ranked, chunks_of = searched(searcher, item["question"], hits_wanted)
         candidates = gather_candidates(
             ranked,
             chunks_of,

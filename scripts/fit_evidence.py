@@ -195,6 +195,15 @@ def collect_mtrag(home: Path, models_dir: Path, cache: Path, done: dict[str, dic
                 searcher.close()
 
 
+def collect_all(home: Path, models_dir: Path, cache: Path) -> dict[str, dict[str, Any]]:
+    """The signals of the training sets, the measured sets and MTRAG-UN, from `cache` or searched."""
+    training = training_items()
+    measured = [i for i in measured_items() if i["set"] in MEASURED]
+    done = collect([*training, *measured], home, models_dir, cache)
+    collect_mtrag(home, models_dir, cache, done)
+    return done
+
+
 def unknown_readings(evidence: Any) -> dict[str, Any]:
     """The question's unknown terms as retrieve/unknown_terms.py read them (reading, weight, name-shaped) and the
     count of its words the plain ones are a share of: what scripts/fit_unknown_readings.py refits."""
@@ -331,10 +340,7 @@ def main() -> int:
     add_cached_run_arguments(parser, REPO, CACHE, RESULTS, fresh_when="signals changed")
     args = parser.parse_args()
     start_fresh_if_asked(args)
-    training = training_items()
-    measured = [i for i in measured_items() if i["set"] in MEASURED]
-    done = collect([*training, *measured], args.home, args.models_dir, args.cache)
-    collect_mtrag(args.home, args.models_dir, args.cache, done)
+    done = collect_all(args.home, args.models_dir, args.cache)
     train = [e for e in done.values() if e["set"] in TRAINING_SETS]
     threshold = cost_threshold(ANSWERED_ANYWAY)
     shipped = dict(DEFAULT_EVIDENCE_COEFFICIENTS)

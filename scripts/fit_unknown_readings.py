@@ -54,15 +54,13 @@ from scripts.fit_evidence import (  # noqa: E402
     PENALTIES,
     TRAINING_SETS,
     auc,
-    collect,
-    collect_mtrag,
+    collect_all,
     fit,
     log_loss,
     matrix,
     probability,
     rates,
 )
-from scripts.fit_unmatched_note import measured_items, training_items  # noqa: E402
 from scripts.lib.resumable import add_cached_run_arguments, start_fresh_if_asked  # noqa: E402
 
 CACHE = REPO / ".appliance" / "evidence_readings.jsonl"
@@ -204,10 +202,7 @@ def main() -> int:
     add_cached_run_arguments(parser, REPO, CACHE, RESULTS, fresh_when="the readings or signals changed")
     args = parser.parse_args()
     start_fresh_if_asked(args)
-    training = training_items()
-    measured = [i for i in measured_items() if i["set"] in MEASURED]
-    done = collect([*training, *measured], args.home, args.models_dir, args.cache)
-    collect_mtrag(args.home, args.models_dir, args.cache, done)
+    done = collect_all(args.home, args.models_dir, args.cache)
     if any("terms" not in e for e in done.values()):
         raise SystemExit(f"{args.cache} holds entries without their terms (made before them): run with --fresh")
     threshold = float(EvidenceSettings.model_fields["threshold"].default)

@@ -42,7 +42,7 @@ from appliance.answer.quoted.candidates import POINTING_HITS, REFERENCED_DOCUMEN
 from appliance.ingest.pipeline import ingest
 from appliance.retrieve.search import Searcher
 from scripts.bench_sop import REPO, corpus_roots, flat, settings_for
-from scripts.choice_features import corpus_of, load_set, section_text
+from scripts.choice_features import corpus_of, load_set, searched, section_text
 
 SETS = ("train", "procedures", "procedures_llm", "heldout", "sampled", "sampled_59", "tune", "demo")
 POINTING = (5, 10, 20)
@@ -82,17 +82,7 @@ def measure_question(searcher: Searcher, item: dict[str, Any]) -> dict[str, Any]
     hits_wanted = answer.section_hits
     catalog = searcher.catalog
     with searcher.index.reading():
-        found = searcher.search(item["question"], k=hits_wanted)
-        rows = catalog.chunks_by_ids([hit.chunk_id for hit in found.hits])
-        ranked = [(rows[hit.chunk_id], hit.score) for hit in found.hits if hit.chunk_id in rows]
-        read: dict[str, Any] = {}
-
-        def chunks_of(paths: Any) -> dict[str, Any]:
-            missing = [p for p in paths if p not in read]
-            if missing:
-                read.update(catalog.chunks_of_documents(missing))
-            return {p: read.get(p, []) for p in paths}
-
+        found, ranked, chunks_of = searched(searcher, item["question"], hits_wanted)
         phrases = [flat(p) for p in item["phrases"]]
         reaches = {}
         for pointing in POINTING:

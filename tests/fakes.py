@@ -1,5 +1,7 @@
 """Test fakes plugged into the real code paths (never a network, never a model).
 
+`chunk_row` builds a catalog row as the index would read it back, for code that takes chunks.
+
 `ScriptedGenerator` speaks the generator protocol (`appliance.models.generation.Generator`): it
 streams a fixed answer through a real `GenerationStream`, and can be busy, fail or go slowly.
 """
@@ -13,6 +15,7 @@ from typing import Any
 
 from appliance.config import Settings
 from appliance.errors import GeneratorBusy, GeneratorError
+from appliance.index.records import ChunkRow
 from appliance.models.generation import ChatMessage, GenerationStats, GenerationStream
 from appliance.models.generation.base import StatsBox
 
@@ -124,3 +127,22 @@ def judging(settings: Settings, timing: str) -> Settings:
     """The settings with the LLM judge on, run `timing` ("before" / "after") the steps are shown."""
     answer = settings.answer.model_copy(update={"llm_judge": "on", "llm_judge_timing": timing})
     return settings.model_copy(update={"answer": answer})
+
+
+def chunk_row(rowid: int, path: str, title: str, section: str, text: str, *, ord: int = 0) -> ChunkRow:
+    """One chunk of a Markdown document, under `title › section`, as the catalog reads it back."""
+    return ChunkRow(
+        chunk_id=f"{path}#{rowid}",
+        rowid=rowid,
+        path=path,
+        title=title,
+        type="md",
+        ord=ord,
+        header=f"{title} › {section}",
+        text=text,
+        section=f"{title} › {section}",
+        page=None,
+        start=0,
+        end=len(text),
+        identifiers="",
+    )

@@ -18,9 +18,9 @@ from appliance.answer.generated.prompt import Source, source_of
 from appliance.answer.generated.quotes import MAX_QUOTES, select_quotes
 from appliance.answer.generated.support import REWORD_FLOOR, SupportJudge, check_support
 from appliance.answer.generated.verdict import invented_specifics, judge_answer
-from appliance.index.records import ChunkRow
 from appliance.text.frequencies import frequencies_in
 from appliance.text.sentences import split_sentences
+from tests.fakes import chunk_row
 
 CYLINDER = """## Reconnecting the regulator
 Fit a new lead gasket, part RW-GSK-0410, at every connection. Never reuse a gasket.
@@ -296,21 +296,7 @@ def test_general_words_the_cited_runbook_does_not_repeat_are_not_a_sibling(quest
 
 
 def _sop(n: int, title: str, section: str, text: str) -> Source:
-    row = ChunkRow(
-        chunk_id=f"c{n}",
-        rowid=n,
-        path=f"docs/{title}.md",
-        title=title,
-        type="md",
-        ord=0,
-        header=title,
-        text=text,
-        section=f"{title} › {section}",
-        page=None,
-        start=0,
-        end=len(text),
-        identifiers="",
-    )
+    row = chunk_row(n, f"docs/{title}.md", title, section, text)
     return source_of(n, Window((row,), (row,)))
 
 

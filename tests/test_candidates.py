@@ -7,27 +7,14 @@ from collections.abc import Mapping, Sequence
 
 from appliance.answer.quoted.candidates import MAX_NAMES, Candidate, gather_candidates
 from appliance.index.records import ChunkRow
+from tests.fakes import chunk_row
 
 GUIDE = "docs/ALM-GUIDE.md"
 SOP = "docs/SOP-ZZ-009.md"
 
 
 def _row(n: int, path: str, title: str, section: str, text: str) -> ChunkRow:
-    return ChunkRow(
-        chunk_id=f"{path}#{n}",
-        rowid=n,
-        path=path,
-        title=title,
-        type="md",
-        ord=n,
-        header=f"{title} › {section}",
-        text=text,
-        section=f"{title} › {section}",
-        page=None,
-        start=0,
-        end=len(text),
-        identifiers="",
-    )
+    return chunk_row(n, path, title, section, text, ord=n)
 
 
 # The guide's best hit points to the SOP; its later hits name many tags no document is named by, all of which sort
