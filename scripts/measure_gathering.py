@@ -4,7 +4,8 @@ to another document, measured over the hits the appliance's own search returns.
 `POINTING_HITS`: how many of the best hits are read for document names ("see SOP-CL-004 section 6",
 KubePodNotReady); `REFERENCED_DOCUMENTS`: how many named documents, beyond the hits' best `DOCUMENTS`, give their
 sections. A larger reach can only add candidates (the gold section found more often), at the cost of more sections
-for the ranker to read (time, and rivals for the right one). Measured per question, for each pair of counts:
+for the ranker to read (time, and rivals for the right one). Measured per answerable question, for each pair of
+counts:
 
 * gold section: the question's gold section is a candidate (sets that name one);
 * every phrase: some candidate short enough to show whole (`answer.max_procedure_words`) holds every gold phrase
