@@ -61,14 +61,25 @@ def matrix(signals: list[EvidenceSignals], features: tuple[str, ...] = FEATURES)
     return np.array([[s.features()[f] for f in features] for s in signals], dtype=float)
 
 
-def fit_logistic(x: np.ndarray, y: np.ndarray, l2: float = 0.1, iterations: int = 50) -> np.ndarray:
-    """Newton's method on the L2-penalised log-likelihood; returns [intercept, *weights]."""
-    design = np.hstack([np.ones((len(x), 1)), x])
+def fit_logistic(
+    x: np.ndarray,
+    y: np.ndarray,
+    l2: float = 0.1,
+    iterations: int = 50,
+    *,
+    offset: np.ndarray | None = None,
+    intercept: bool = True,
+) -> np.ndarray:
+    """Newton's method on the L2-penalised log-likelihood; returns [intercept, *weights] ([*weights] without the
+    intercept). `offset`: a logit each row already has (a model kept whole, fitted on top of)."""
+    design = np.hstack([np.ones((len(x), 1)), x]) if intercept else x
+    base = np.zeros(len(x)) if offset is None else offset
     w = np.zeros(design.shape[1])
     penalty = np.eye(design.shape[1]) * l2
-    penalty[0, 0] = 0.0  # no penalty on the intercept
+    if intercept:
+        penalty[0, 0] = 0.0  # no penalty on the intercept
     for _ in range(iterations):
-        p = 1.0 / (1.0 + np.exp(-design @ w))
+        p = 1.0 / (1.0 + np.exp(-(base + design @ w)))
         gradient = design.T @ (y - p) - penalty @ w
         hessian = design.T @ (design * (p * (1 - p))[:, None]) + penalty
         step = np.linalg.solve(hessian, gradient)

@@ -39,7 +39,7 @@ import json
 import math
 import random
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -241,17 +241,28 @@ def fit(entries: Sequence[dict[str, Any]], features: Sequence[str], l2: float) -
     return {"intercept": float(w[0] - mean @ weights), **{f: float(v) for f, v in zip(features, weights, strict=True)}}
 
 
-def probability(coefficients: dict[str, float], entry: dict[str, Any]) -> float:
-    z = coefficients["intercept"] + sum(
+def logit(coefficients: dict[str, float], entry: dict[str, Any]) -> float:
+    return coefficients["intercept"] + sum(
         v * entry["signals"].get(f, 0.0) for f, v in coefficients.items() if f != "intercept"
     )
+
+
+def probability(coefficients: dict[str, float], entry: dict[str, Any]) -> float:
+    z = logit(coefficients, entry)
     return 1.0 / (1.0 + math.exp(-min(max(z, -50.0), 50.0)))  # a separated signal's logit stays finite
 
 
 def out_of_fold(entries: Sequence[dict[str, Any]], features: Sequence[str], l2: float) -> list[float]:
+    return out_of_fold_by(entries, lambda train: fit(train, features, l2))
+
+
+def out_of_fold_by(
+    entries: Sequence[dict[str, Any]], fitter: Callable[[Sequence[dict[str, Any]]], dict[str, float]]
+) -> list[float]:
+    """Each entry scored by `fitter`'s model fitted on the other groups (leave one group out)."""
     scores = [0.0] * len(entries)
     for group in GROUPS:
-        coefficients = fit([e for e in entries if e["group"] != group], features, l2)
+        coefficients = fitter([e for e in entries if e["group"] != group])
         for index, entry in enumerate(entries):
             if entry["group"] == group:
                 scores[index] = probability(coefficients, entry)

@@ -33,7 +33,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import math
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -47,6 +46,7 @@ sys.path.insert(0, str(REPO))
 
 import appliance  # noqa: E402, F401  (offline environment first)
 from appliance.config import DEFAULT_EVIDENCE_COEFFICIENTS, EvidenceSettings  # noqa: E402
+from scripts.calibrate_evidence import fit_logistic  # noqa: E402
 from scripts.fit_evidence import (  # noqa: E402
     GROUPS,
     MEASURED,
@@ -56,8 +56,11 @@ from scripts.fit_evidence import (  # noqa: E402
     auc,
     collect_all,
     fit,
+    labels,
     log_loss,
+    logit,
     matrix,
+    out_of_fold_by,
     probability,
     rates,
 )
@@ -126,38 +129,14 @@ def corrected(features: Sequence[str], l2: float) -> Fitter:
         spread[spread == 0] = 1.0
         x = x / spread
         offset = np.array([logit(shipped, e) for e in entries])
-        y = np.array([1.0 if e["answerable"] else 0.0 for e in entries])
-        w = np.zeros(x.shape[1])
-        for _ in range(50):
-            p = 1.0 / (1.0 + np.exp(-(offset + x @ w)))
-            gradient = x.T @ (y - p) - l2 * w
-            hessian = x.T @ (x * (p * (1 - p))[:, None]) + l2 * np.eye(x.shape[1])
-            step = np.linalg.solve(hessian, gradient)
-            w += step
-            if np.abs(step).max() < 1e-8:
-                break
+        w = fit_logistic(x, labels(entries), l2=l2, offset=offset, intercept=False)
         return {**shipped, **{f: float(v) for f, v in zip(features, w / spread, strict=True)}}
 
     return fitter
 
 
-def logit(coefficients: dict[str, float], entry: dict[str, Any]) -> float:
-    p = min(max(probability(coefficients, entry), 1e-12), 1 - 1e-12)
-    return math.log(p / (1 - p))
-
-
-def out_of_fold(entries: Sequence[dict[str, Any]], fitter: Fitter) -> list[float]:
-    scores = [0.0] * len(entries)
-    for group in GROUPS:
-        coefficients = fitter([e for e in entries if e["group"] != group])
-        for index, entry in enumerate(entries):
-            if entry["group"] == group:
-                scores[index] = probability(coefficients, entry)
-    return scores
-
-
 def best_penalty(entries: Sequence[dict[str, Any]], make: Callable[[float], Fitter]) -> float:
-    losses = {l2: log_loss(entries, out_of_fold(entries, make(l2))) for l2 in PENALTIES}
+    losses = {l2: log_loss(entries, out_of_fold_by(entries, make(l2))) for l2 in PENALTIES}
     return min(losses, key=lambda k: losses[k])
 
 
@@ -223,7 +202,7 @@ def main() -> int:
         models[name] = {
             "features": list(chosen),
             "l2": l2,
-            "oof": out_of_fold(train, make(l2)),
+            "oof": out_of_fold_by(train, make(l2)),
             "coefficients": make(l2)(train),
         }
     models["shipped"]["oof"] = [probability(shipped, e) for e in train]
