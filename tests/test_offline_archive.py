@@ -240,3 +240,25 @@ def test_bad_unit_settings_are_refused_before_anything_is_written(staging: Path,
         install(InstallOptions(archive=archive, prefix=prefix, home=tmp_path / "home", operator_subnet="10.0.0.1/8"))
 
     assert not prefix.exists()
+
+
+def test_a_dry_run_verifies_reports_the_manifest_and_writes_nothing(staging: Path, tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from appliance.cli.main import cli
+
+    archive = tmp_path / "b.tar.zst"
+    manifest = _bundle(staging, archive, "zstd")
+    target = tmp_path / "target"
+    target.mkdir()
+
+    result = CliRunner().invoke(
+        cli,
+        ["install", str(archive), "--prefix", str(target / "p"), "--home", str(target / "h"), "--dry-run", "--json"],
+        catch_exceptions=False,
+    )
+
+    assert result.exit_code == 0, result.output
+    report = json.loads(result.output)
+    assert report["manifest_sha256"] == manifest.sha256 and report["dry_run"]
+    assert list(target.iterdir()) == []

@@ -165,14 +165,23 @@ def pip_check(venv: Path) -> None:
         raise BundleError(f"pip check failed (exit {result.returncode}): {shown[-800:]}")
 
 
+def package_tests(site_packages: Path) -> str:
+    """compileall's -x: a path inside a `test` or `tests` folder below site-packages (a package's own test
+    suite), whatever folders the prefix itself is under."""
+    return re.escape(str(site_packages)) + r"/(.*/)?tests?/"
+
+
 def byte_compile(venv: Path, progress: Progress) -> None:
     """The venv's sources compiled once, here: the units run it read-only, where each start would
     otherwise compile every module it imports again. A file that does not compile (a package's Python 2
-    test data) stays source only, as pip leaves it."""
+    test data) stays source only, as pip leaves it. The packages' own test suites (`test/` and `tests/`
+    folders: 2,468 of 16,467 files in the cpu-small bundle) are never imported by the appliance and stay
+    source only: 50 → 42 s on 2 cores."""
     progress("byte-compile the venv")
-    site_packages = sorted((venv / "lib").glob("python*/site-packages"))
+    site_packages = next((venv / "lib").glob("python*/site-packages"))
+    command = [str(venv / "bin" / "python"), "-m", "compileall", "-q", "-j", "0", "-x", package_tests(site_packages)]
     result = subprocess.run(
-        [str(venv / "bin" / "python"), "-m", "compileall", "-q", "-j", "0", *map(str, site_packages)],
+        [*command, str(site_packages)],
         capture_output=True,
         text=True,
         env=_offline_pip_env(),
