@@ -15,7 +15,7 @@ from dataclasses import replace
 from functools import cached_property
 from typing import Any
 
-from appliance.answer.evidence_items import evidence_item
+from appliance.answer.evidence_items import Meaning, evidence_item
 from appliance.answer.followup import Standalone, Turn, standalone_question
 from appliance.answer.followup_model import SearchReader
 from appliance.answer.generated.prompt import SYSTEM_PROMPT
@@ -187,6 +187,7 @@ class Answerer:
                 # The semantic threshold is a cosine of the embedder it was chosen on: with another, lexical rules only.
                 embed=self.searcher.embedder.embed if support_calibrated(self.settings) else None,
                 max_sources=max_sources,
+                meaning=self._meaning(searched),
                 timings=timings,
                 started=started,
             )
@@ -195,6 +196,11 @@ class Answerer:
                 result = _with_controls(_as_asked(event.result, question, standalone, found, warned), controls)
                 event = AnswerEvent("done", result=result)
             yield event
+
+    def _meaning(self, searched: str) -> Meaning:
+        """The passages' sentences marked by meaning too (evidence_items.py); the question's vector is the search's,
+        from the embedder's memory of recent queries."""
+        return Meaning(self.labels, self.searcher.embedder.embed_query(searched))
 
     def _warning_terms(self, found: SearchResult) -> list[str]:
         """The unknown words worth naming under an answer (unmatched_note.py); none for a refusal."""
@@ -218,7 +224,13 @@ class Answerer:
     ) -> Iterator[AnswerEvent]:
         closest = [
             evidence_item(
-                question, None, hit.score, rows[hit.chunk_id], document_ids, self.settings.answer.evidence_sentences
+                question,
+                None,
+                hit.score,
+                rows[hit.chunk_id],
+                document_ids,
+                self.settings.answer.evidence_sentences,
+                meaning=self._meaning(question),
             )
             for hit in found.hits[:REFUSAL_CLOSEST]
             if hit.chunk_id in rows

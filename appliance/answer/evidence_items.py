@@ -3,12 +3,24 @@ closest passages of a refusal."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+
+import numpy as np
 
 from appliance.answer.evidence_sentences import best_sentences
 from appliance.answer.ocr_trust import lowest_confidence
 from appliance.answer.results import EvidenceItem, EvidenceSentence
 from appliance.index.records import ChunkRow
+
+
+@dataclass(frozen=True)
+class Meaning:
+    """What marks a passage's sentences by meaning as well as by words: the embedder, through the process's memory
+    of the texts it embedded (a document's sentences recur as it does), and the question's vector (the search's)."""
+
+    embed: Callable[[Sequence[str]], np.ndarray]
+    question: np.ndarray
 
 
 def evidence_item(
@@ -20,10 +32,16 @@ def evidence_item(
     sentences: int,
     text: str | None = None,
     window: tuple[ChunkRow, ...] = (),
+    meaning: Meaning | None = None,
 ) -> EvidenceItem:
-    """`row` (or the window of chunks `text` joins) as a source numbered `n`, its `sentences` best marked."""
+    """`row` (or the window of chunks `text` joins) as a source numbered `n`, its `sentences` best marked (by
+    words and, with `meaning`, by meaning: evidence_sentences.py)."""
     passage = text if text is not None else row.text
-    spans = best_sentences(question, passage, k=sentences)
+    spans = (
+        best_sentences(question, passage, k=sentences, embed=meaning.embed, question_vector=meaning.question)
+        if meaning is not None
+        else best_sentences(question, passage, k=sentences)
+    )
     return EvidenceItem(
         n=n,
         chunk_id=row.chunk_id,

@@ -40,6 +40,9 @@ from appliance.text.terms import extract_terms
 MAX_QUOTES = 3
 MAX_QUOTE_WORDS = 60
 MIN_MATCH = 0.3  # share of a sentence's terms its line must hold to be the line it rests on
+# An identifier and a number of the claim against its words, when its line is found: the hand weights the evidence
+# marks had before scripts/fit_evidence_sentences.py (fitted there on questions, not on an answer's claims).
+CLAIM_WEIGHTS = (2.0, 1.5)
 
 
 @dataclass(frozen=True)
@@ -78,7 +81,7 @@ def resting_line(claim: str, text: str, segments: Sequence[Segment]) -> int | No
     """Index of the segment of `text` that the claim rests on, None when none shares enough of it."""
     if not segments:
         return None
-    scores = lexical_scores(claim, [text[s.start : s.end] for s in segments])
+    scores = lexical_scores(claim, [text[s.start : s.end] for s in segments], *CLAIM_WEIGHTS)
     best = max(range(len(segments)), key=lambda i: (scores[i], -i))
     return best if scores[best] >= MIN_MATCH else None
 

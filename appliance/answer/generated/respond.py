@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from appliance.answer.evidence_items import evidence_item
+from appliance.answer.evidence_items import Meaning, evidence_item
 from appliance.answer.generated.prompt import REFUSAL, Prompt, build_prompt
 from appliance.answer.generated.verdict import judge_answer
 from appliance.answer.ocr_trust import ocr_note, untrusted_sources
@@ -37,11 +37,13 @@ def generated_events(
     document_ids: Mapping[str, int],
     embed: Callable[[Sequence[str]], np.ndarray] | None,
     max_sources: int,
+    meaning: Meaning | None = None,
     timings: dict[str, float],
     started: float,
 ) -> Iterator[AnswerEvent]:
     """The events of a generated answer (see the module docstring); `embed` None: lexical support checks only
-    (the semantic threshold belongs to another embedder)."""
+    (the semantic threshold belongs to another embedder). `meaning` marks each source's best sentences by meaning
+    as well as by words (evidence_items.py): any embedder serves there."""
     budget = min(settings.answer.max_prompt_tokens, generator.n_ctx - settings.generator.max_tokens)
     prompt = build_prompt(
         question,
@@ -56,7 +58,7 @@ def generated_events(
     if not prompt.sources:
         # Not even the best passage fits: a model asked without sources can only invent an answer.
         closest = [
-            evidence_item(question, None, hit.score, rows[hit.chunk_id], document_ids, sentences)
+            evidence_item(question, None, hit.score, rows[hit.chunk_id], document_ids, sentences, meaning=meaning)
             for hit in hits[:3]
             if hit.chunk_id in rows
         ]
@@ -79,6 +81,7 @@ def generated_events(
             sentences,
             source.text,
             source.chunks,
+            meaning=meaning,
         )
         for source in prompt.sources
     ]

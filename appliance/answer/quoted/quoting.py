@@ -12,6 +12,7 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
+from appliance.answer.evidence_items import Meaning
 from appliance.answer.question import Question
 from appliance.answer.quoted.answer import Quoted, quote_answer
 from appliance.answer.quoted.checked_after import checked_after, first_shown_of
@@ -152,6 +153,7 @@ class QuotedAnswers:
             ocr_low_confidence=self.settings.ingest.ocr_low_confidence,
             timings=timings,
             started=started,
+            meaning=Meaning(self._labels(), self.searcher.embedder.embed_query(searched)),
         )
 
 

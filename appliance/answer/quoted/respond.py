@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Mapping
 
-from appliance.answer.evidence_items import evidence_item
+from appliance.answer.evidence_items import Meaning, evidence_item
 from appliance.answer.ocr_trust import ocr_note
 from appliance.answer.quoted.answer import Quoted
 from appliance.answer.quoted.sections import Section
@@ -46,9 +46,10 @@ def quoted_events(
     ocr_low_confidence: float,
     timings: dict[str, float],
     started: float,
+    meaning: Meaning | None = None,
 ) -> Iterator[AnswerEvent]:
     evidence = [
-        section_item(question, n, section, quoted, scores, document_ids, sentences)
+        section_item(question, n, section, quoted, scores, document_ids, sentences, meaning)
         for n, section in enumerate(quoted.sections, 1)
     ]
     if quoted.refusal_reason is not None:
@@ -119,6 +120,7 @@ def section_item(
     scores: Mapping[str, float],
     document_ids: Mapping[str, int],
     sentences: int,
+    meaning: Meaning | None = None,
 ) -> EvidenceItem:
     """A shown section as a source: its text as shown, cited at its first matched chunk (else its first)."""
     steps = [step for step in quoted.steps if step.n == n and step.kind != "omitted"]
@@ -126,4 +128,6 @@ def section_item(
     cited = next((step for step in steps if step.matched), steps[0] if steps else None)
     chunk = next((c for c in section.chunks if cited is not None and c.chunk_id == cited.chunk_id), section.chunks[0])
     score = max((scores.get(c.chunk_id, 0.0) for c in section.chunks), default=0.0)
-    return evidence_item(question, n, score, chunk, document_ids, sentences, text=text, window=section.chunks)
+    return evidence_item(
+        question, n, score, chunk, document_ids, sentences, text=text, window=section.chunks, meaning=meaning
+    )
