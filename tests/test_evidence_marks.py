@@ -14,11 +14,7 @@ from appliance.config import Settings
 from appliance.ingest.pipeline import ingest
 
 DEMO = Path(__file__).resolve().parent.parent / "docs_corpus"
-DOCUMENTS = (
-    "SOP-SCADA-002-hmi-login-and-recovery.html",
-    "SOP-SCADA-001-scada-alarm-response-guide.md",
-    "SOP-OPS-001-shift-handover.docx",
-)
+DOCUMENTS = ("SOP-SCADA-002-hmi-login-and-recovery.html", "SOP-CHM-002-fluoride-feed-shutdown.md")
 
 
 @pytest.fixture(scope="module")
