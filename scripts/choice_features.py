@@ -25,6 +25,7 @@ import json
 import pickle
 import sys
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -39,7 +40,7 @@ from appliance.answer.quoted.label_vectors import LabelVectors
 from appliance.ingest.pipeline import ingest
 from appliance.retrieve.search import Searcher
 from appliance.text.questions import question_kind
-from scripts.bench_sop import KEYPHRASE_SETS, PROCEDURE_SETS, QA, REPO, RUNBOOKS, flat, settings_for
+from scripts.bench_sop import KEYPHRASE_SETS, PROCEDURE_SETS, QA, REPO, RUNBOOKS, corpus_roots, flat, settings_for
 from scripts.lib.rule_choice import choose_section
 
 SETS = ("train", "procedures", "procedures_llm", "heldout", "sampled", "tune", "demo")
@@ -82,9 +83,34 @@ def group_of(gold_file: str, set_name: str) -> str:
 def corpus_of(item: dict[str, Any]) -> str:
     if item["set"] == "demo":
         return "demo"
-    if item["set"] in ("heldout", "sampled", "tune"):
+    if item["set"] in ("heldout", "sampled", "sampled_59", "tune"):
         return "runbooks"
     return "demo" if item["group"] == "docs_corpus" else "runbooks"
+
+
+def corpus_arguments(parser: argparse.ArgumentParser, sets: Sequence[str], results: Path) -> None:
+    """The options of a script that searches bench_sop's indexes set by set: --home, --models-dir, --sets, --json."""
+    parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-sop")
+    parser.add_argument("--models-dir", type=Path, default=REPO / "models")
+    parser.add_argument("--sets", default=",".join(sets))
+    parser.add_argument("--json", type=Path, default=results)
+
+
+class CorpusSearchers:
+    """The appliance's search over the corpus of each question (bench_sop's indexes under `home`, brought up to
+    date the first time a corpus is asked for)."""
+
+    def __init__(self, home: Path, models_dir: Path) -> None:
+        self.home, self.models_dir = home, models_dir
+        self._open: dict[str, Searcher] = {}
+
+    def __call__(self, item: dict[str, Any]) -> Searcher:
+        corpus = corpus_of(item)
+        if corpus not in self._open:
+            settings = settings_for(corpus, self.home, self.models_dir)
+            ingest(settings, corpus_roots(corpus))
+            self._open[corpus] = Searcher(settings)
+        return self._open[corpus]
 
 
 def section_text(section: Any) -> str:

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import argparse
 import itertools
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -36,16 +35,17 @@ import numpy as np
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.evidence_sentences import (
+    EMBED_BLEND,
     IDENTIFIER_WEIGHT,
     NUMBER_WEIGHT,
     term_matches,
     weighted_share,
 )
-from appliance.ingest.pipeline import ingest
 from appliance.retrieve.search import Searcher
 from appliance.text.sentences import split_sentences
-from scripts.bench_sop import REPO, corpus_roots, flat, settings_for
-from scripts.choice_features import corpus_of, load_set
+from scripts.bench_sop import REPO, flat
+from scripts.choice_features import CorpusSearchers, corpus_arguments, load_set
+from scripts.lib.report import save_report
 
 Triple = tuple[float, float, float]  # identifier weight, number weight, blend
 
@@ -57,7 +57,8 @@ MARKED = 2  # answer.evidence_sentences' default
 IDENTIFIER_WEIGHTS = (0.5, 1.0, 1.5, 2.0, 3.0, 4.0, 6.0)
 NUMBER_WEIGHTS = (0.5, 1.0, 1.5, 2.0, 3.0)
 BLENDS = (0.0, 0.25, 0.5, 0.75, 1.0)
-BEFORE: Triple = (IDENTIFIER_WEIGHT, NUMBER_WEIGHT, 0.0)  # how the appliance marked before this script
+BEFORE: Triple = (2.0, 1.5, 0.0)  # how the appliance marked before this script (hand weights, words alone)
+SHIPPED: Triple = (IDENTIFIER_WEIGHT, NUMBER_WEIGHT, EMBED_BLEND)  # evidence_sentences.py's, for a rerun to compare
 MARGIN = 0.01  # of the passages: what the best triple must gain over the current one to replace it
 RESULTS = REPO / "scripts" / "results" / "fit_evidence_sentences.json"
 
@@ -111,23 +112,15 @@ def choose(passages: Sequence[dict[str, Any]], triples: Sequence[Triple]) -> Tri
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-sop")
-    parser.add_argument("--models-dir", type=Path, default=REPO / "models")
-    parser.add_argument("--sets", default=",".join(SETS))
-    parser.add_argument("--json", type=Path, default=RESULTS)
+    corpus_arguments(parser, SETS, RESULTS)
     args = parser.parse_args()
-    searchers: dict[str, Searcher] = {}
+    searcher_for = CorpusSearchers(args.home, args.models_dir)
     by_set: dict[str, list[dict[str, Any]]] = {}
     for name in args.sets.split(","):
         for item in load_set(name):
             if not item["answerable"] or not item["phrases"] or (name == FITTING_SET and item["kind"] not in KINDS):
                 continue
-            corpus = "runbooks" if name in ("heldout", "sampled", "sampled_59", "tune") else corpus_of(item)
-            if corpus not in searchers:
-                settings = settings_for(corpus, args.home, args.models_dir)
-                ingest(settings, corpus_roots(corpus))
-                searchers[corpus] = Searcher(settings)
-            for passage in passages_of(searchers[corpus], item):
+            for passage in passages_of(searcher_for(item), item):
                 by_set.setdefault(name, []).append({**passage, "group": item["group"], "id": item["id"]})
         print(f"{name}: {len(by_set.get(name, []))} passages", file=sys.stderr)
 
@@ -148,7 +141,10 @@ def main() -> int:
     words_alone = [t for t in triples if t[2] == 0.0]
     at_weights = [t for t in triples if t[:2] == chosen[:2]]
 
-    print(f"identifier weight, number weight, blend; before {BEFORE}; rule's choice on {FITTING_SET}: {chosen}")
+    print(
+        f"identifier weight, number weight, blend; before {BEFORE}; shipped {SHIPPED}; "
+        f"rule's choice on {FITTING_SET}: {chosen}"
+    )
     print(f"{'set':>11} {'passages':>9} {'before':>7} {'chosen':>7} {'best, words alone':>18} {'best, any':>10}")
     for name, table in tables.items():
         print(
@@ -166,13 +162,13 @@ def main() -> int:
         )
     report = {
         "before": BEFORE,
+        "shipped": SHIPPED,
         "chosen": chosen,
         "passages": {name: len(passages) for name, passages in by_set.items()},
         "marked": {name: {"/".join(map(str, t)): n for t, n in table.items()} for name, table in tables.items()},
         "leave_one_group_out": left_out,
     }
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    save_report(report, args.json)
     print(f"\n→ {args.json}", file=sys.stderr)
     return 0
 

@@ -40,10 +40,9 @@ import numpy as np
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.quoted.candidates import POINTING_HITS, REFERENCED_DOCUMENTS, Candidate, gather_candidates
-from appliance.ingest.pipeline import ingest
 from appliance.retrieve.search import Searcher
-from scripts.bench_sop import REPO, corpus_roots, flat, settings_for
-from scripts.choice_features import corpus_of, load_set, searched, section_text
+from scripts.bench_sop import REPO, flat
+from scripts.choice_features import CorpusSearchers, corpus_arguments, load_set, searched, section_text
 
 SETS = ("train", "procedures", "procedures_llm", "heldout", "sampled", "sampled_59", "tune", "demo")
 POINTING = (5, 10, 20)
@@ -144,24 +143,15 @@ def choose(table: dict[str, dict[str, Any]]) -> str:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-sop")
-    parser.add_argument("--models-dir", type=Path, default=REPO / "models")
-    parser.add_argument("--sets", default=",".join(SETS))
-    parser.add_argument("--json", type=Path, default=RESULTS)
+    corpus_arguments(parser, SETS, RESULTS)
     args = parser.parse_args()
-    searchers: dict[str, Searcher] = {}
+    searcher_for = CorpusSearchers(args.home, args.models_dir)
     by_set: dict[str, list[dict[str, Any]]] = {}
     for name in args.sets.split(","):
         for item in load_set(name):
-            corpus = "runbooks" if name in ("heldout", "sampled", "sampled_59", "tune") else corpus_of(item)
-            if corpus not in searchers:
-                settings = settings_for(corpus, args.home, args.models_dir)
-                ingest(settings, corpus_roots(corpus))
-                searchers[corpus] = Searcher(settings)
-            searcher = searchers[corpus]
             if not item["answerable"]:
                 continue  # no gold to reach
-            by_set.setdefault(name, []).append(measure_question(searcher, item))
+            by_set.setdefault(name, []).append(measure_question(searcher_for(item), item))
         print(f"{name}: {len(by_set.get(name, []))} answerable questions measured", file=sys.stderr)
     tables = {name: summarize(measured) for name, measured in by_set.items()}
     shipped = f"{POINTING_HITS}/{REFERENCED_DOCUMENTS}"
