@@ -4,7 +4,7 @@ of exactly those modules (the units then run the venv read-only, where each star
 What is imported: every module of the appliance itself, and every module outside the standard library that its
 source names in an import statement (found by reading the source, so a function's late `import torch` counts),
 with what those import in turn. On the cpu-small bundle that is 4,194 of the venv's 16,467 Python files, in
-29 s on one core, where compiling every file took 42 s on 2 cores (84 s of CPU); the commands an operator and
+29 s on one core, where compiling every file took 47 s on 2 cores (about 94 s of CPU); the commands an operator and
 an admin run (ingest of Markdown, PDF, DOCX and HTML, search, ask, status) then compiled 3 more modules of
 their own. A module that fails to import here (one only a build host has, such as onnx) is skipped: it is
 compiled where it is imported, as before.
