@@ -88,14 +88,6 @@ def corpus_of(item: dict[str, Any]) -> str:
     return "demo" if item["group"] == "docs_corpus" else "runbooks"
 
 
-def corpus_arguments(parser: argparse.ArgumentParser, sets: Sequence[str], results: Path) -> None:
-    """The options of a script that searches bench_sop's indexes set by set: --home, --models-dir, --sets, --json."""
-    parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-sop")
-    parser.add_argument("--models-dir", type=Path, default=REPO / "models")
-    parser.add_argument("--sets", default=",".join(sets))
-    parser.add_argument("--json", type=Path, default=results)
-
-
 class CorpusSearchers:
     """The appliance's search over the corpus of each question (bench_sop's indexes under `home`, brought up to
     date the first time a corpus is asked for)."""
@@ -111,6 +103,18 @@ class CorpusSearchers:
             ingest(settings, corpus_roots(corpus))
             self._open[corpus] = Searcher(settings)
         return self._open[corpus]
+
+
+def corpus_command(doc: str | None, sets: Sequence[str], results: Path) -> tuple[argparse.Namespace, CorpusSearchers]:
+    """A script that searches bench_sop's indexes set by set: its options (--home, --models-dir, --sets, --json)
+    parsed, and its searchers."""
+    parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-sop")
+    parser.add_argument("--models-dir", type=Path, default=REPO / "models")
+    parser.add_argument("--sets", default=",".join(sets))
+    parser.add_argument("--json", type=Path, default=results)
+    args = parser.parse_args()
+    return args, CorpusSearchers(args.home, args.models_dir)
 
 
 def section_text(section: Any) -> str:

@@ -22,7 +22,6 @@ Usage: python scripts/fit_evidence_sentences.py [--sets train,heldout,...] [--js
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 from collections.abc import Sequence
@@ -44,7 +43,7 @@ from appliance.answer.evidence_sentences import (
 from appliance.retrieve.search import Searcher
 from appliance.text.sentences import split_sentences
 from scripts.bench_sop import REPO, flat
-from scripts.choice_features import CorpusSearchers, corpus_arguments, load_set
+from scripts.choice_features import corpus_command, load_set
 from scripts.lib.report import save_report
 
 Triple = tuple[float, float, float]  # identifier weight, number weight, blend
@@ -111,10 +110,7 @@ def choose(passages: Sequence[dict[str, Any]], triples: Sequence[Triple]) -> Tri
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    corpus_arguments(parser, SETS, RESULTS)
-    args = parser.parse_args()
-    searcher_for = CorpusSearchers(args.home, args.models_dir)
+    args, searcher_for = corpus_command(__doc__, SETS, RESULTS)
     by_set: dict[str, list[dict[str, Any]]] = {}
     for name in args.sets.split(","):
         for item in load_set(name):

@@ -27,7 +27,6 @@ Usage: python scripts/measure_gathering.py [--sets train,procedures,...] [--json
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from collections.abc import Sequence
@@ -42,7 +41,7 @@ import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.quoted.candidates import POINTING_HITS, REFERENCED_DOCUMENTS, Candidate, gather_candidates
 from appliance.retrieve.search import Searcher
 from scripts.bench_sop import REPO, flat
-from scripts.choice_features import CorpusSearchers, corpus_arguments, load_set, searched, section_text
+from scripts.choice_features import corpus_command, load_set, searched, section_text
 
 SETS = ("train", "procedures", "procedures_llm", "heldout", "sampled", "sampled_59", "tune", "demo")
 POINTING = (5, 10, 20)
@@ -142,10 +141,7 @@ def choose(table: dict[str, dict[str, Any]]) -> str:
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    corpus_arguments(parser, SETS, RESULTS)
-    args = parser.parse_args()
-    searcher_for = CorpusSearchers(args.home, args.models_dir)
+    args, searcher_for = corpus_command(__doc__, SETS, RESULTS)
     by_set: dict[str, list[dict[str, Any]]] = {}
     for name in args.sets.split(","):
         for item in load_set(name):
