@@ -25,7 +25,7 @@ import json
 import pickle
 import sys
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -105,10 +105,14 @@ class CorpusSearchers:
         return self._open[corpus]
 
 
-def corpus_command(doc: str | None, sets: Sequence[str], results: Path) -> tuple[argparse.Namespace, CorpusSearchers]:
-    """A script that searches bench_sop's indexes set by set: its options (--home, --models-dir, --sets, --json)
-    parsed, and its searchers."""
+def corpus_command(
+    doc: str | None, sets: Sequence[str], results: Path, more: Callable[[argparse.ArgumentParser], Any] | None = None
+) -> tuple[argparse.Namespace, CorpusSearchers]:
+    """A script that searches bench_sop's indexes set by set: its options (--home, --models-dir, --sets, --json,
+    and what `more` adds) parsed, and its searchers."""
     parser = argparse.ArgumentParser(description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+    if more is not None:
+        more(parser)
     parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "bench-sop")
     parser.add_argument("--models-dir", type=Path, default=REPO / "models")
     parser.add_argument("--sets", default=",".join(sets))

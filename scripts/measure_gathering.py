@@ -22,12 +22,16 @@ better is measured end to end (choice_features.py --pointing-hits / --referenced
 --features; docs/measurements/section-choice.md, "How far a hit's pointers reach"). The search runs once per
 question (default settings, `answer.section_hits` hits); only the gathering is repeated.
 
-Usage: python scripts/measure_gathering.py [--sets train,procedures,...] [--json scripts/results/measure_gathering.json]
+With --limits, the same counts for the two limits on the names read (at the shipped reach): `MAX_NAMES`, how many
+names of the best hits are looked up, and `SHARED_NAME_DOCUMENTS`, how many documents may hold a name before it
+counts as no name. Rule (written before that run): the shipped pair stays unless another makes "every phrase"
+more than one training question higher.
+
+Usage: python scripts/measure_gathering.py [--sets train,procedures,...] [--limits] [--json FILE]
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,14 +42,26 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import numpy as np
 
 import appliance  # noqa: F401  (offline environment first)
-from appliance.answer.quoted.candidates import POINTING_HITS, REFERENCED_DOCUMENTS, Candidate, gather_candidates
+from appliance.answer.quoted.candidates import (
+    MAX_NAMES,
+    POINTING_HITS,
+    REFERENCED_DOCUMENTS,
+    SHARED_NAME_DOCUMENTS,
+    Candidate,
+    gather_candidates,
+)
 from appliance.retrieve.search import Searcher
 from scripts.bench_sop import REPO, flat
 from scripts.choice_features import corpus_command, load_set, searched, section_text
+from scripts.lib.report import save_report
 
 SETS = ("train", "procedures", "procedures_llm", "heldout", "sampled", "sampled_59", "tune", "demo")
 POINTING = (5, 10, 20)
 REFERENCED = (0, 1, 2, 4)
+NAMES = (8, 24, 64)
+SHARED = (1, 2, 4)
+REACHES = {f"{p}/{r}": {"pointing_hits": p, "referenced_documents": r} for p in POINTING for r in REFERENCED}
+LIMITS = {f"{n}/{s}": {"max_names": n, "shared_name_documents": s} for n in NAMES for s in SHARED}
 FITTING_SET = "train"
 RESULTS = REPO / "scripts" / "results" / "measure_gathering.json"
 
@@ -76,7 +92,8 @@ def reach_of(
     }
 
 
-def measure_question(searcher: Searcher, item: dict[str, Any]) -> dict[str, Any]:
+def measure_question(searcher: Searcher, item: dict[str, Any], grid: dict[str, dict[str, int]]) -> dict[str, Any]:
+    """What each gathering of the grid (a key → gather_candidates' counts) offers for one question."""
     answer = searcher.settings.answer
     hits_wanted = answer.section_hits
     catalog = searcher.catalog
@@ -84,17 +101,11 @@ def measure_question(searcher: Searcher, item: dict[str, Any]) -> dict[str, Any]
         found, ranked, chunks_of = searched(searcher, item["question"], hits_wanted)
         phrases = [flat(p) for p in item["phrases"]]
         reaches = {}
-        for pointing in POINTING:
-            for referenced in REFERENCED:
-                candidates = gather_candidates(
-                    ranked,
-                    chunks_of,
-                    catalog.documents_named,
-                    question=found.searched,
-                    referenced_documents=referenced,
-                    pointing_hits=pointing,
-                )
-                reaches[f"{pointing}/{referenced}"] = reach_of(candidates, item, phrases, answer.max_procedure_words)
+        for key, counts in grid.items():
+            candidates = gather_candidates(
+                ranked, chunks_of, catalog.documents_named, question=found.searched, **counts
+            )
+            reaches[key] = reach_of(candidates, item, phrases, answer.max_procedure_words)
     return {"set": item["set"], "id": item["id"], "answerable": item["answerable"], "reaches": reaches}
 
 
@@ -140,19 +151,33 @@ def choose(table: dict[str, dict[str, Any]]) -> str:
     return min(near, key=lambda key: (table[key]["candidates_p90"], table[key]["candidates_median"], key))
 
 
+def keep_unless_better(table: dict[str, dict[str, Any]], shipped: str) -> str:
+    """The --limits rule of the module docstring."""
+    best = max(table, key=lambda key: (table[key]["every_phrase"], key == shipped))
+    return best if table[best]["every_phrase"] > table[shipped]["every_phrase"] + 1 else shipped
+
+
 def main() -> int:
-    args, searcher_for = corpus_command(__doc__, SETS, RESULTS)
+    args, searcher_for = corpus_command(
+        __doc__, SETS, RESULTS, lambda parser: parser.add_argument("--limits", action="store_true")
+    )
+    grid = LIMITS if args.limits else REACHES
     by_set: dict[str, list[dict[str, Any]]] = {}
     for name in args.sets.split(","):
         for item in load_set(name):
             if not item["answerable"]:
                 continue  # no gold to reach
-            by_set.setdefault(name, []).append(measure_question(searcher_for(item), item))
+            by_set.setdefault(name, []).append(measure_question(searcher_for(item), item, grid))
         print(f"{name}: {len(by_set.get(name, []))} answerable questions measured", file=sys.stderr)
     tables = {name: summarize(measured) for name, measured in by_set.items()}
-    shipped = f"{POINTING_HITS}/{REFERENCED_DOCUMENTS}"
-    chosen = choose(tables[FITTING_SET]) if FITTING_SET in tables else None
-    print(f"pointing hits / referenced documents; shipped {shipped}; rule's choice on {FITTING_SET}: {chosen}")
+    if args.limits:
+        shipped = f"{MAX_NAMES}/{SHARED_NAME_DOCUMENTS}"
+        chosen = keep_unless_better(tables[FITTING_SET], shipped) if FITTING_SET in tables else None
+        print(f"names read / documents a name may hold; shipped {shipped}; rule's choice on {FITTING_SET}: {chosen}")
+    else:
+        shipped = f"{POINTING_HITS}/{REFERENCED_DOCUMENTS}"
+        chosen = choose(tables[FITTING_SET]) if FITTING_SET in tables else None
+        print(f"pointing hits / referenced documents; shipped {shipped}; rule's choice on {FITTING_SET}: {chosen}")
     for name, table in tables.items():
         print(f"\n{name}")
         print(
@@ -167,11 +192,7 @@ def main() -> int:
                 f"{row['candidates_median']:>6.0f}/{row['candidates_p90']:<7.0f} "
                 f"{row['questions_with_referenced']:>13}{mark}"
             )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(
-        json.dumps({"shipped": shipped, "chosen": chosen, "tables": tables, "moved": moved(by_set)}, indent=1) + "\n",
-        encoding="utf-8",
-    )
+    save_report({"shipped": shipped, "chosen": chosen, "tables": tables, "moved": moved(by_set)}, args.json)
     print(f"\n→ {args.json}", file=sys.stderr)
     return 0
 

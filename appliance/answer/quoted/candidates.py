@@ -31,7 +31,11 @@ DOCUMENTS = 5
 REFERENCED_DOCUMENTS = 2
 # "SOP-CL-004 section 6.2", "SOP-CL-004, §6", "see section 4.3 of SOP-…": the section number after a name.
 _SECTION_NUMBER = re.compile(r"(?:section|sect\.|sec\.|§)\s*(\d{1,2}(?:\.\d{1,2}){0,3})", re.IGNORECASE)
-MAX_NAMES = 24  # names looked up per question
+# Names looked up per question, and how many documents may hold a name before it is no name (a common tag, a
+# product): any of 8 / 24 / 64 and 1 / 2 / 4 reaches the same within one of 528 training questions and the same on
+# seven measured sets (scripts/measure_gathering.py --limits; docs/measurements/section-choice.md).
+MAX_NAMES = 24
+SHARED_NAME_DOCUMENTS = 2
 POINTING_HITS = 10  # the best hits whose text is read for pointers to other documents (see REFERENCED_DOCUMENTS)
 
 
@@ -61,9 +65,12 @@ def gather_candidates(
     documents: int = DOCUMENTS,
     referenced_documents: int = REFERENCED_DOCUMENTS,
     pointing_hits: int = POINTING_HITS,
+    max_names: int = MAX_NAMES,
+    shared_name_documents: int = SHARED_NAME_DOCUMENTS,
 ) -> list[Candidate]:
     """Every section of the best `documents` documents of `hits` (chunk, fused score; best first), and of up
-    to `referenced_documents` more that the best `pointing_hits` hits name."""
+    to `referenced_documents` more that the best `pointing_hits` hits name (the first `max_names` names read,
+    each held by at most `shared_name_documents` documents)."""
     if not hits:
         return []
     masses: dict[str, float] = {}
@@ -71,7 +78,11 @@ def gather_candidates(
         masses[chunk.path] = masses.get(chunk.path, 0.0) + max(score, 0.0)
     ranked_paths = sorted(masses, key=lambda path: -masses[path])[:documents]
     top_mass = max(masses[ranked_paths[0]], 1e-9)
-    references = _references(hits[:pointing_hits], documents_named, question) if documents_named else {}
+    references = (
+        _references(hits[:pointing_hits], documents_named, question, max_names, shared_name_documents)
+        if documents_named
+        else {}
+    )
     extra = [path for path in references if path not in ranked_paths][:referenced_documents]
     by_document = chunks_of([*ranked_paths, *extra])
     ranked_hits = [(chunk, score, rank) for rank, (chunk, score) in enumerate(hits, start=1)]
@@ -105,7 +116,11 @@ def gather_candidates(
 
 
 def _references(
-    hits: Sequence[tuple[ChunkRow, float]], documents_named: DocumentsNamed, question: str
+    hits: Sequence[tuple[ChunkRow, float]],
+    documents_named: DocumentsNamed,
+    question: str,
+    max_names: int = MAX_NAMES,
+    shared_name_documents: int = SHARED_NAME_DOCUMENTS,
 ) -> dict[str, dict[str, list[int]]]:
     """Documents named in the hits' lines ("SOP-CL-004"): for each, the section numbers named on the same
     line ("section 6.2"; "" for the document alone) and the positions of the hits that name them. Where the
@@ -120,7 +135,7 @@ def _references(
         if not asked or asked & {token.casefold() for token in _strong_names(line)}
     ]
     # In the order the best hits name them: where there are more than MAX_NAMES, the best hits' names are read.
-    names = list(dict.fromkeys(token for _, line in lines for token in _strong_names(line)))[:MAX_NAMES]
+    names = list(dict.fromkeys(token for _, line in lines for token in _strong_names(line)))[:max_names]
     if not names:
         return {}
     named = documents_named(names)
@@ -129,7 +144,7 @@ def _references(
         for name, paths in named.items():
             # A document's own number in its own text is no pointer; a name shared by many documents is no name.
             others = [path for path in paths if path != own]
-            if not others or len(paths) > 2 or name.lower() not in line.lower():
+            if not others or len(paths) > shared_name_documents or name.lower() not in line.lower():
                 continue
             numbers = {m.group(1) for m in _SECTION_NUMBER.finditer(line)} or {""}
             for path in others:
