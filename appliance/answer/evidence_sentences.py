@@ -2,8 +2,9 @@
 
 A sentence scores by the share of the question's terms it holds: content words (stemmed and
 folded as in support.py) count 1, numbers 1.5 and identifiers 3, since an operator who types a
-tag wants the line that names it. With an `embed` function (the appliance passes its embedder) the
-score is the mean of that share and the cosine between question and sentence: meaning lifts a
+tag wants the line that names it. With an `embed` function (the appliance passes its embedder where
+the passages are not the answer itself: a refusal's closest passages, a generated answer's sources)
+the score is the mean of that share and the cosine between question and sentence: meaning lifts a
 sentence that rewords the question without sharing its words. The weights and the blend were fitted
 by scripts/fit_evidence_sentences.py: the answer's sentence is marked in 213 of 236 training passages,
 192 by the words alone with the former hand weights. The k best sentences come back as character
