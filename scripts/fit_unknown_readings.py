@@ -32,7 +32,6 @@ Usage: python scripts/fit_unknown_readings.py [--cache .appliance/evidence_readi
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -64,6 +63,7 @@ from scripts.fit_evidence import (  # noqa: E402
     probability,
     rates,
 )
+from scripts.lib.report import save_report  # noqa: E402
 from scripts.lib.resumable import add_cached_run_arguments, start_fresh_if_asked  # noqa: E402
 
 CACHE = REPO / ".appliance" / "evidence_readings.jsonl"
@@ -264,8 +264,7 @@ def main() -> int:
             + " ".join(f"{row[name]:>16.2f}" for name in models)
             + f"  {row['hand_weight']} → {row['corrected_weight']}"
         )
-    args.json.parent.mkdir(parents=True, exist_ok=True)
-    args.json.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")
+    save_report(report, args.json)
     print(f"\n→ {args.json}", file=sys.stderr)
     return 0
 

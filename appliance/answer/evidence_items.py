@@ -37,11 +37,8 @@ def evidence_item(
     """`row` (or the window of chunks `text` joins) as a source numbered `n`, its `sentences` best marked (by
     words and, with `meaning`, by meaning: evidence_sentences.py)."""
     passage = text if text is not None else row.text
-    spans = (
-        best_sentences(question, passage, k=sentences, embed=meaning.embed, question_vector=meaning.question)
-        if meaning is not None
-        else best_sentences(question, passage, k=sentences)
-    )
+    embed, asked = (meaning.embed, meaning.question) if meaning is not None else (None, None)
+    spans = best_sentences(question, passage, k=sentences, embed=embed, question_vector=asked)
     return EvidenceItem(
         n=n,
         chunk_id=row.chunk_id,

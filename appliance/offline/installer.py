@@ -188,13 +188,13 @@ def byte_compile(venv: Path, progress: Progress) -> None:
     progress("byte-compile what the appliance imports")
     with tempfile.TemporaryDirectory(prefix="appliance-warm-") as scratch:
         # Run in a scratch folder with a scratch home: importing must not touch the admin's files.
-        env.update(APPLIANCE_HOME=scratch, APPLIANCE_CONFIG=str(Path(scratch) / "absent.toml"))
+        scratch_env = {**env, "APPLIANCE_HOME": scratch, "APPLIANCE_CONFIG": str(Path(scratch) / "absent.toml")}
         try:
             warmed = subprocess.run(
                 [python, "-m", "appliance.offline.warm_imports"],
                 capture_output=True,
                 text=True,
-                env=env,
+                env=scratch_env,
                 cwd=scratch,
                 timeout=WARM_TIMEOUT_S,
             )

@@ -153,7 +153,12 @@ class QuotedAnswers:
             ocr_low_confidence=self.settings.ingest.ocr_low_confidence,
             timings=timings,
             started=started,
-            meaning=Meaning(self._labels(), self.searcher.embedder.embed_query(searched)),
+            # By meaning only where the operator must find the answer in the passages (a refusal's closest sections):
+            # where the steps shown are the answer, embedding their sentences would delay them (0.33 → 0.71 s median
+            # on 2 cores, docs/measurements/retrieval-and-answers.md).
+            meaning=Meaning(self._labels(), self.searcher.embedder.embed_query(searched))
+            if quoted.refusal_reason is not None
+            else None,
         )
 
 

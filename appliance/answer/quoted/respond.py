@@ -48,12 +48,8 @@ def quoted_events(
     started: float,
     meaning: Meaning | None = None,
 ) -> Iterator[AnswerEvent]:
-    # Read by meaning only where the operator must find the answer in the passages (a refusal's closest sections):
-    # where the steps shown are the answer, embedding their sentences would delay them (0.33 → 0.71 s median on
-    # 2 cores, docs/measurements/retrieval-and-answers.md).
-    reading = meaning if quoted.refusal_reason is not None else None
     evidence = [
-        section_item(question, n, section, quoted, scores, document_ids, sentences, reading)
+        section_item(question, n, section, quoted, scores, document_ids, sentences, meaning)
         for n, section in enumerate(quoted.sections, 1)
     ]
     if quoted.refusal_reason is not None:
