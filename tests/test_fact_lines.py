@@ -23,6 +23,7 @@ from appliance.answer.quoted.lines import (
     pick_lines,
     pick_passages,
     reciprocal_places,
+    section_lines,
     shown_lines,
 )
 from appliance.errors import ApplianceError
@@ -161,3 +162,28 @@ def test_each_line_s_place_among_the_candidates_is_read_from_its_heading_cosine_
 def test_the_shipped_line_ranker_says_which_signals_it_reads() -> None:
     ranker = default_line_ranker()
     assert ranker.features == tuple(LINE_FEATURES[column] for column in ranker.columns)
+
+
+def _section_with_paragraph(words: int) -> SimpleNamespace:
+    sentence = "The relief valve lifts at ten bar and reseats at nine"  # 11 words
+    text = " ".join(f"{sentence}." for _ in range(words // 11))
+    chunk = SimpleNamespace(chunk_id="c1", section="Relief valve")
+    return SimpleNamespace(items=(SimpleNamespace(kind="text", text=text, chunk=chunk),))
+
+
+def test_a_paragraph_longer_than_the_split_is_offered_sentence_by_sentence() -> None:
+    section = _section_with_paragraph(44)
+    assert [line.part for line in section_lines(section, paragraph_words=40)] == [0, 1, 2, 3]  # type: ignore[arg-type]
+    whole = section_lines(section, paragraph_words=60)  # type: ignore[arg-type]
+    assert len(whole) == 1 and whole[0].text == section.items[0].text
+
+
+def test_the_paragraph_split_is_the_fitted_model_s_and_an_older_model_file_keeps_forty(tmp_path: Path) -> None:
+    fitted = json.loads(Path(default_line_ranker().source).read_text(encoding="utf-8"))
+    assert default_line_ranker().paragraph_words == fitted["paragraph_words"]
+    path = tmp_path / "line_ranker.json"
+    path.write_text(json.dumps({**fitted, "paragraph_words": 25}), encoding="utf-8")
+    assert load_line_ranker(path).paragraph_words == 25
+    del fitted["paragraph_words"]
+    path.write_text(json.dumps(fitted), encoding="utf-8")
+    assert load_line_ranker(path).paragraph_words == 40

@@ -241,7 +241,7 @@ def _excerpt(
     model = default_line_ranker()
     ranked = [choice.chosen, *choice.alternatives(model.sections - 1)]
     sections = [r.section for r in ranked]
-    lines = [line for section in sections for line in section_lines(section)]
+    lines = [line for section in sections for line in section_lines(section, model.paragraph_words)]
     if not lines:
         return Quoted("excerpt", [choice.section], _trimmed(choice.section, set(), excerpt_words))
     region = {

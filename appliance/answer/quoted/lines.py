@@ -35,7 +35,9 @@ from appliance.text.pipe_tables import is_rule
 from appliance.text.sentences import split_sentences
 
 EmbedTexts = Callable[[Sequence[str]], np.ndarray]
-LONG_PARAGRAPH_WORDS = 40  # a paragraph longer than this is offered sentence by sentence
+# A paragraph longer than this is offered sentence by sentence. The fitted model holds the value it was fitted
+# with (scripts/fit_lines.py --paragraph-words compares others); this is the one a model file without it used.
+LONG_PARAGRAPH_WORDS = 40
 KINDS = ("table", "step", "item", "text", "code", "warning")
 # The signals that read the line alone (its own embedding); the others read it under its headings.
 ALONE_COSINES = frozenset({"cos_z", "cos", "neighbour_cos_z"})
@@ -74,9 +76,9 @@ class Line:
     part: int = 0  # its place inside the item: a table's row, a paragraph's sentence
 
 
-def section_lines(section: Section) -> list[Line]:
+def section_lines(section: Section, paragraph_words: int = LONG_PARAGRAPH_WORDS) -> list[Line]:
     """A section's lines, its subsections' included: table rows with their header rows, list items, the
-    sentences of a long paragraph, code blocks whole; headings are not lines."""
+    sentences of a paragraph longer than `paragraph_words`, code blocks whole; headings are not lines."""
     lines: list[Line] = []
     for position, item in enumerate(section.items):
         if item.kind == "heading":
@@ -88,7 +90,7 @@ def section_lines(section: Section) -> list[Line]:
             header = rows[:2] if len(rows) > 2 and is_rule(rows[1]) else []
             for number, row in enumerate(rows[len(header) :]):
                 lines.append(Line("\n".join([*header, row]), "table", section, position, chunk, number))
-        elif item.kind in ("text", "note") and len(item.text.split()) > LONG_PARAGRAPH_WORDS:
+        elif item.kind in ("text", "note") and len(item.text.split()) > paragraph_words:
             for number, segment in enumerate(split_sentences(item.text)):
                 text = item.text[segment.start : segment.end]
                 lines.append(Line(text, "text", section, position, chunk, number))
@@ -184,6 +186,7 @@ class LineRanker:
     sections: int  # how many of the likeliest sections give candidate lines
     seeds: int  # 0: the likeliest lines (next_ratio); else this many likeliest lines, grown into passages
     source: str
+    paragraph_words: int = LONG_PARAGRAPH_WORDS  # a longer paragraph is offered sentence by sentence
 
     @property
     def features(self) -> tuple[str, ...]:
@@ -217,6 +220,7 @@ def load_line_ranker(path: Path = FITTED) -> LineRanker:
             sections=int(data["sections"]),
             seeds=int(data["seeds"]),
             source=str(path),
+            paragraph_words=int(data.get("paragraph_words", LONG_PARAGRAPH_WORDS)),
         )
     except (OSError, ValueError, KeyError, TypeError) as exc:
         raise ApplianceError(f"line ranker {path}: cannot be read ({exc})") from exc
