@@ -13,6 +13,12 @@
    the operator the wrong section), so the decision follows whichever is more likely. The signals are
    standardised before the fit (the penalty weighs each alike; the shipped weights are in raw units) and
    the penalty is the one of L2_GRID with the fewest leave-one-corpus-out errors.
+   Four signals are capped counts (followup_model.Scales: where subject mass, content words, identifiers and
+   the share of pointing words reach 1). Each scale of SCALE_GRID is tried (the readings are taken once; only
+   the signals are recomputed), each at its own best penalty; the scales the shipped model file holds stay
+   unless another's leave-one-corpus-out decisions are right more often by more than one paired standard
+   error (per conversation), and among those the fewest errors win. The shipped model is also measured as it
+   is on today's readings, beside the refit.
 4. Do 3 again with each signal left out in turn (what each one is worth). The candidates tried and dropped
    (a third search for the earlier question's own documents, the embedder cosine between the two questions,
    two more rarity signals: no gain leave-one-corpus-out) are in scripts/results/fit_followup_candidates.txt.
@@ -21,7 +27,7 @@
    much evidence): standalone questions rewritten, elliptical ones read with the conversation, and the
    gold document first / in the first three documents of the search that is run.
 
-Writes appliance/answer/fitted/followup.json (coefficients, threshold, embedder, training set hash) and
+Writes appliance/answer/fitted/followup.json (coefficients, scales, threshold, embedder, training set hash) and
 scripts/results/fit_followup.json (every figure). Usage: python scripts/fit_followup.py [--home DIR]
 """
 
@@ -34,7 +40,7 @@ import os
 import random
 import sys
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,7 +50,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.followup import Turn, earlier_questions, rule_rewrite
-from appliance.answer.followup_model import FITTED, FollowupModel, Reading, SearchReader, signals
+from appliance.answer.followup_model import (
+    DEFAULT_SCALES,
+    FITTED,
+    FollowupModel,
+    Measures,
+    Reading,
+    Scales,
+    SearchReader,
+    measures,
+    scaled,
+)
 from appliance.config import Settings, load_settings
 from appliance.ingest.pipeline import ingest
 from appliance.retrieve.search import Searcher
@@ -62,6 +78,8 @@ FOLDS = ("docs_corpus", "openshift", "gitlab", "ir-prometheus")
 THRESHOLD = 0.5
 # The penalty is chosen among these by the leave-one-corpus-out errors on the training set.
 L2_GRID = (1.0, 3.0, 10.0)
+# The scales tried: half, as shipped, and twice each of the shipped file's four (followup_model.Scales).
+SCALE_FACTORS = (0.5, 1.0, 2.0)
 
 
 @dataclass
@@ -84,6 +102,7 @@ class Case:
     joined_sections: tuple[str, ...] = ()
     alone_declined: bool = False  # the evidence decision refuses the question alone
     joined_declined: bool = False  # ... and read with the conversation
+    measured: Measures | None = None  # the raw quantities `values` were scaled from
 
 
 class CachedReader:
@@ -144,7 +163,7 @@ def outside_set(walks: list[dict[str, Any]], seed: int = OUTSIDE_SEED) -> list[d
     for entry in walks:
         if len(entry["history"]) == 1:
             firsts[corpus_of(entry["previous_gold_file"])].append((entry["history"][0], entry["previous_gold_file"]))
-    rows = []
+    rows: list[dict[str, Any]] = []
     for corpus, path in (("demo", QA / "demo_corpus.jsonl"), ("runbooks", QA / "runbooks_sampled.jsonl")):
         for item in load(path):
             if item["answerable"]:
@@ -156,7 +175,10 @@ def outside_set(walks: list[dict[str, Any]], seed: int = OUTSIDE_SEED) -> list[d
 
 
 def collect(
-    entries: list[dict[str, Any]], readers: dict[str, CachedReader], known: dict[str, Callable[[str], bool]]
+    entries: list[dict[str, Any]],
+    readers: dict[str, CachedReader],
+    known: dict[str, Callable[[str], bool]],
+    scales: Scales = DEFAULT_SCALES,
 ) -> list[Case]:
     cases = []
     for entry in entries:
@@ -165,7 +187,7 @@ def collect(
         history = [Turn("user", text) for text in entry["history"]]
         joined = rule_rewrite(entry["question"], history, 1, known[corpus])
         previous = earlier_questions(history, 1, known[corpus])[-1]
-        values = signals(entry["question"], previous, joined, reader)
+        measured = measures(entry["question"], previous, joined, reader)
         alone, together = reader.read(entry["question"]), reader.read(joined)
         fold = entry.get("group") or fold_of(entry["gold_file"] or entry["previous_gold_file"])
         evidence_joined = not (
@@ -180,7 +202,7 @@ def collect(
                 entry["label"] == "elliptical",
                 entry["gold_file"],
                 joined,
-                values,
+                scaled(measured, scales),
                 alone.documents,
                 together.documents,
                 evidence_joined,
@@ -189,9 +211,63 @@ def collect(
                 reader.sections[joined],
                 not alone.sufficient,
                 not together.sufficient,
+                measured,
             )
         )
     return cases
+
+
+def rescaled(cases: Sequence[Case], scales: Scales) -> list[Case]:
+    """The same cases with their signals recomputed at other scales (the readings are not taken again)."""
+    return [replace(case, values=scaled(case.measured, scales)) for case in cases if case.measured is not None]
+
+
+def scale_grid(shipped: Scales) -> list[Scales]:
+    """The shipped scales first, then every combination of half, as shipped and twice each."""
+    grid = [
+        Scales(shipped.subject_mass * a, shipped.content_words * b, shipped.identifiers * c, shipped.pointing * d)
+        for a in SCALE_FACTORS
+        for b in SCALE_FACTORS
+        for c in SCALE_FACTORS
+        for d in SCALE_FACTORS
+    ]
+    return [shipped, *(scales for scales in grid if scales != shipped)]
+
+
+def best_penalty(cases: Sequence[Case], features: Sequence[str]) -> tuple[float, dict[float, int], list[bool]]:
+    """The penalty of L2_GRID with the fewest leave-one-corpus-out errors (ties to the stronger), the errors of
+    each, and whether each case was decided right at it."""
+    decided = {l2: loco(cases, features, l2) for l2 in L2_GRID}
+    errors = {l2: sum(j != c.elliptical for c, j in zip(cases, decided[l2], strict=True)) for l2 in L2_GRID}
+    l2 = min(L2_GRID, key=lambda value: (errors[value], -value))
+    return l2, errors, [j == c.elliptical for c, j in zip(cases, decided[l2], strict=True)]
+
+
+def changed(scales: Scales, shipped: Scales) -> int:
+    """How many of the four scales differ from the shipped ones."""
+    return sum(a != b for a, b in zip(asdict(scales).values(), asdict(shipped).values(), strict=True))
+
+
+def choose_scales(train: Sequence[Case], shipped: Scales) -> tuple[Scales, list[dict[str, Any]]]:
+    """The shipped scales unless others decide the training conversations right more often out of fold by more
+    than one paired standard error; among those, the fewest errors, then the fewest scales changed (a scale
+    whose value moves no decision stays as shipped), then the grid's order."""
+    features = tuple(train[0].values)
+    rows: list[dict[str, Any]] = []
+    right: dict[Scales, np.ndarray] = {}
+    for scales in scale_grid(shipped):
+        l2, errors, correct = best_penalty(rescaled(train, scales), features)
+        right[scales] = np.array(correct, dtype=float)
+        rows.append({"scales": asdict(scales), "l2": l2, "loco_errors": errors[l2]})
+    better: list[tuple[int, int, int, Scales]] = []
+    for row, scales in zip(rows, right, strict=True):
+        difference = right[scales] - right[shipped]
+        error = float(np.std(difference, ddof=1) / np.sqrt(len(difference)))
+        row["paired_standard_error"] = round(error, 4)
+        row["clearly_better"] = bool(difference.mean() > error)
+        if row["clearly_better"]:
+            better.append((row["loco_errors"], changed(scales, shipped), len(better), scales))
+    return (min(better)[3] if better else shipped), rows
 
 
 def matrix(cases: Sequence[Case], features: Sequence[str]) -> np.ndarray:
@@ -307,18 +383,31 @@ def main() -> int:
         readers[corpus] = CachedReader(searcher)
         known[corpus] = searcher.catalog.knows_word
         embedder = settings.embedder.model
-    train, walks = collect(load(TRAIN), readers, known), collect(load(WALKS), readers, known)
-    outside = collect(outside_set(load(WALKS)), readers, known)
+    shipped = FollowupModel.read(args.out) if args.out.exists() else None
+    shipped_scales = shipped.scales if shipped is not None else DEFAULT_SCALES
+    train = collect(load(TRAIN), readers, known, shipped_scales)
+    walks = collect(load(WALKS), readers, known, shipped_scales)
+    outside = collect(outside_set(load(WALKS)), readers, known, shipped_scales)
     print(f"signals: {len(train)} training conversations, {len(walks)} walk turns, {len(outside)} outside",
           file=sys.stderr)  # fmt: skip
+    # The model as shipped, on today's readings (its weights were fitted on the readings of its day).
+    as_shipped = (
+        {
+            "train_in_sample": methods(train, choices(shipped, train))["fitted (after)"],
+            "walks": methods(walks, choices(shipped, walks))["fitted (after)"],
+            "outside": methods(outside, choices(shipped, outside))["fitted (after)"],
+        }
+        if shipped is not None
+        else None
+    )
 
+    scales, scale_rows = choose_scales(train, shipped_scales)
+    print(f"scales: {scales} (shipped {shipped_scales})", file=sys.stderr)
+    train, walks, outside = rescaled(train, scales), rescaled(walks, scales), rescaled(outside, scales)
     features = tuple(train[0].values)
-    errors = {
-        l2: sum(j != c.elliptical for c, j in zip(train, loco(train, features, l2), strict=True)) for l2 in L2_GRID
-    }
-    l2 = min(L2_GRID, key=lambda value: (errors[value], value))
+    l2, errors, _ = best_penalty(train, features)
     print(f"L2 penalty: {l2} (leave-one-corpus-out errors {errors})", file=sys.stderr)
-    model = fit(train, features, l2)
+    model = replace(fit(train, features, l2), scales=scales)
     results: dict[str, Any] = {
         "training_set": {"path": str(TRAIN.relative_to(REPO)), "sha256": sha256(TRAIN), "conversations": len(train)},
         "walks_set": {"path": str(WALKS.relative_to(REPO)), "sha256": sha256(WALKS), "turns": len(walks)},
@@ -326,6 +415,8 @@ def main() -> int:
         "embedder": embedder,
         "threshold": THRESHOLD,
         "l2": {"chosen": l2, "loco_errors_by_l2": {str(k): v for k, v in errors.items()}},
+        "scales": {"chosen": asdict(scales), "shipped": asdict(shipped_scales), "grid": scale_rows},
+        "shipped_model_on_todays_readings": as_shipped,
         "train_leave_one_corpus_out": methods(train, loco(train, features, l2)),
         "walks_fitted_on_all_train": methods(walks, choices(model, walks)),
         "outside_fitted_on_all_train": methods(outside, choices(model, outside)),
@@ -361,6 +452,7 @@ def main() -> int:
             "weights": dict(zip(model.features, model.weights, strict=True)),
             "intercept": model.intercept,
             "threshold": THRESHOLD,
+            "scales": asdict(scales),
         },
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)

@@ -10,6 +10,7 @@ module computes.
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from appliance.answer.followup_model import (
     FITTED,
     FollowupModel,
     Reading,
+    Scales,
     SearchReader,
     continues,
     fitted_model,
@@ -181,3 +183,28 @@ def test_the_signals_read_the_searches_and_the_words_of_the_question() -> None:
     assert values["pointing_share"] == 0.0 and values["continues"] == 0.0
     assert values["unknown_own_subject"] == pytest.approx(1 / 3)  # a subject the documents lack, not pointing back
     assert values["short_fragment"] == 0.0
+
+
+def test_the_capped_signals_reach_one_at_the_scales_the_model_was_fitted_with() -> None:
+    question, previous = "and what does that one need?", "What is the residual target?"
+    joined = previous + RULE_SEPARATOR + question
+    reading = Reading(0.5, True, ("a.md",), 0.5, 0.0, (), "")
+    reader = ScriptedReader({question: reading, previous: reading, joined: reading})
+    shipped = signals(question, previous, joined, reader)
+    halved = signals(question, previous, joined, reader, Scales(subject_mass=1.5, content_words=4.0))
+    # one content word ("need"; "that" and "one" point back) at rarity 0.5: a subject mass of 0.5
+    assert shipped["content_words"] == pytest.approx(1 / 8) and halved["content_words"] == pytest.approx(1 / 4)
+    assert shipped["subject_mass"] == pytest.approx(1 / 3 / 2) and halved["subject_mass"] == pytest.approx(1 / 3)
+    assert shipped["pointing_share"] == halved["pointing_share"]
+
+
+def test_the_model_file_says_its_scales_and_an_older_file_keeps_the_first_ones(tmp_path: Path) -> None:
+    data = json.loads(FITTED.read_text(encoding="utf-8"))
+    assert fitted_model().scales == Scales(**data["model"]["scales"])
+    path = tmp_path / "followup.json"
+    data["model"]["scales"] = {**data["model"]["scales"], "content_words": 4.0}
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert FollowupModel.read(path).scales.content_words == 4.0
+    del data["model"]["scales"]
+    path.write_text(json.dumps(data), encoding="utf-8")
+    assert FollowupModel.read(path).scales == Scales(3.0, 8.0, 2.0, 5.0)

@@ -162,7 +162,7 @@ def standalone_question(
     if reader is not None and rule != question:
         decision = model or fitted_model()
         previous = earlier_questions(history, max_turns, known)[-1]
-        probability = decision.probability(signals(question, previous, rule, reader))
+        probability = decision.probability(signals(question, previous, rule, reader, decision.scales))
         if probability < decision.threshold:
             return Standalone(question, question, method, ms_since(started), needs_conversation=probability)
     if method == "rule" or generator is None:

@@ -10,19 +10,20 @@ documents, an identifier they hold, the share of its words they never use, how s
 everyday English), whether the passages found for the earlier question, or for both read together, hold
 its words, and its shape (length, the share of words that point back, a clause that opens by continuing
 the last turn).
-Its coefficients come from scripts/fit_followup.py over scripts/qa/followups_train.jsonl and are read from
-appliance/answer/fitted/followup.json. No signal is an embedder's raw score: the probabilities are the
+Its coefficients, and the scales at which its capped counts reach 1 (Scales), come from scripts/fit_followup.py
+over scripts/qa/followups_train.jsonl and are read from appliance/answer/fitted/followup.json. No signal is an embedder's raw score: the probabilities are the
 evidence decision's, which keeps its own calibration per embedder (models/calibration.py).
 """
 
 from __future__ import annotations
 
+import json
 import math
 import re
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-from typing import TYPE_CHECKING, Protocol
+from typing import TYPE_CHECKING, Protocol, Self
 
 from appliance.answer.logistic import LogisticModel
 from appliance.text.english import english_rarity
@@ -48,12 +49,23 @@ POINTING_WORDS = frozenset(
 CONTINUING_OPENERS = (("and",), ("also",), ("or",), ("but",), ("so",), ("then",), ("what", "about"),
                       ("how", "about"), ("same", "for"), ("what", "if"))  # fmt: skip
 _CLAUSE = re.compile(r"[.,;:!?\n]+")
-# Where the graded signals reach 1 (their scale only; the fit weighs them): three rare words' worth of
-# subject, eight content words, one word in five pointing back.
-SUBJECT_MASS_FULL = 3.0
-CONTENT_WORDS_FULL = 8.0
-POINTING_FULL = 5.0
 MIN_SPECIFIC_LETTERS = 3
+
+
+@dataclass(frozen=True)
+class Scales:
+    """Where four graded signals reach 1 (beyond it, more counts no more): how many rare words' worth of subject,
+    content words, identifiers, and what multiple of the share of pointing words. The fitted model file holds the
+    scales it was fitted with (scripts/fit_followup.py measures others); these defaults are the ones a file
+    without them used: three rare words, eight content words, two identifiers, one word in five pointing back."""
+
+    subject_mass: float = 3.0
+    content_words: float = 8.0
+    identifiers: float = 2.0
+    pointing: float = 5.0
+
+
+DEFAULT_SCALES = Scales()
 
 
 @dataclass(frozen=True)
@@ -135,50 +147,104 @@ def covered(words: list[str], passages: tuple[str, ...]) -> float:
     return sum(1 for w in words if stem(w) in held) / len(words)
 
 
-def signals(question: str, previous: str, joined: str, reader: Reader) -> dict[str, float]:
-    """The graded signals of a follow-up: `previous` is the earlier question it would be read with, `joined`
-    the text that reading searches."""
+@dataclass(frozen=True)
+class Measures:
+    """What the readings say of a follow-up, before any scale: the raw quantities the signals are made of."""
+
+    alone: Reading
+    together: Reading
+    earlier: Reading
+    own: tuple[str, ...]  # the question's content words, as searched
+    subject_mass: float  # the summed rarity of the own words the documents use
+    identifiers: int  # identifiers among them
+    unknown_share: float  # share of the own words the documents never use
+    pointing_share: float  # share of all its words that point back
+    opens: float  # a clause opens by continuing the last turn
+    specific_subject: float  # the most specific own word's everyday-English rarity
+
+
+def measures(question: str, previous: str, joined: str, reader: Reader) -> Measures:
+    """Read the question alone, with the conversation (`joined`) and the earlier question it would be read with
+    (`previous`), and count what the signals are made of."""
     alone, together, earlier = reader.read(question), reader.read(joined), reader.read(previous)
     read_as = alone.searched or question  # a typo is not a word the documents lack
     words = words_of(read_as)
     own = content_words(read_as)
     rarities = [reader.rarity(word) for word in own]
     known = {word for word, rarity in zip(own, rarities, strict=True) if rarity is not None}
-    identifiers = [w for w in WORD.findall(read_as) if is_identifier(w) and w.lower() in known]
-    length = min(1.0, len(own) / CONTENT_WORDS_FULL)
-    unknown = sum(1 for rarity in rarities if rarity is None) / len(own) if own else 0.0
-    pointing = sum(1 for w in words if w in POINTING_WORDS) / len(words) if words else 0.0
-    opens = continues(read_as)
-    points_back = max(opens, min(1.0, pointing * POINTING_FULL))
+    return Measures(
+        alone,
+        together,
+        earlier,
+        tuple(own),
+        sum(r for r in rarities if r is not None),
+        sum(1 for w in WORD.findall(read_as) if is_identifier(w) and w.lower() in known),
+        sum(1 for rarity in rarities if rarity is None) / len(own) if own else 0.0,
+        sum(1 for w in words if w in POINTING_WORDS) / len(words) if words else 0.0,
+        continues(read_as),
+        max((english_rarity(w) for w in own if w.isalpha() and len(w) >= MIN_SPECIFIC_LETTERS), default=0.0),
+    )
+
+
+def scaled(measured: Measures, scales: Scales = DEFAULT_SCALES) -> dict[str, float]:
+    """The graded signals the model weighs, from the raw measures at the given scales."""
+    own = list(measured.own)
+    length = min(1.0, len(own) / scales.content_words)
+    points_back = max(measured.opens, min(1.0, measured.pointing_share * scales.pointing))
+    unknown = measured.unknown_share
     return {
-        "alone_probability": alone.probability,
-        "joined_gain": together.probability - alone.probability,
-        "alone_concentration": alone.concentration,
-        "alone_unknown_name": alone.unknown_name,
-        "alone_covers_question": covered(own, alone.passages),
-        "joined_covers_question": covered(own, together.passages),
-        "previous_covers_question": covered(own, earlier.passages),
-        "subject_mass": min(1.0, sum(r for r in rarities if r is not None) / SUBJECT_MASS_FULL),
+        "alone_probability": measured.alone.probability,
+        "joined_gain": measured.together.probability - measured.alone.probability,
+        "alone_concentration": measured.alone.concentration,
+        "alone_unknown_name": measured.alone.unknown_name,
+        "alone_covers_question": covered(own, measured.alone.passages),
+        "joined_covers_question": covered(own, measured.together.passages),
+        "previous_covers_question": covered(own, measured.earlier.passages),
+        "subject_mass": min(1.0, measured.subject_mass / scales.subject_mass),
         "unknown_share": unknown,
-        "names_identifier": min(1.0, len(identifiers) / 2.0),
+        "names_identifier": min(1.0, measured.identifiers / scales.identifiers),
         "content_words": length,
-        "pointing_share": pointing,
-        "continues": opens,
+        "pointing_share": measured.pointing_share,
+        "continues": measured.opens,
+        "specific_subject": measured.specific_subject,
         # Two products the linear model cannot form itself: a subject the documents lack in a question that
         # does not point back (asks about something else), and a short question that points back.
-        "specific_subject": max(
-            (english_rarity(w) for w in own if w.isalpha() and len(w) >= MIN_SPECIFIC_LETTERS), default=0.0
-        ),
         "unknown_own_subject": unknown * (1.0 - points_back),
         "short_fragment": points_back * (1.0 - length),
     }
 
 
+def signals(
+    question: str, previous: str, joined: str, reader: Reader, scales: Scales = DEFAULT_SCALES
+) -> dict[str, float]:
+    """The graded signals of a follow-up: `previous` is the earlier question it would be read with, `joined`
+    the text that reading searches."""
+    return scaled(measures(question, previous, joined, reader), scales)
+
+
+@dataclass(frozen=True)
 class FollowupModel(LogisticModel):
-    """Logistic model: p(needs the conversation) = sigmoid(intercept + Σ weight · signal)."""
+    """Logistic model: p(needs the conversation) = sigmoid(intercept + Σ weight · signal), over the signals at
+    the scales it was fitted with."""
+
+    scales: Scales = DEFAULT_SCALES
 
     def needs_conversation(self, values: dict[str, float]) -> bool:
         return self.probability(values) >= self.threshold
+
+    @classmethod
+    def read(cls, path: Path) -> Self:
+        """The model scripts/fit_followup.py wrote to `path`, with the scales it was fitted with (the defaults
+        where the file names none)."""
+        data = json.loads(path.read_text(encoding="utf-8"))["model"]
+        logistic = LogisticModel.from_json(data)
+        return cls(
+            logistic.features,
+            logistic.weights,
+            logistic.intercept,
+            logistic.threshold,
+            Scales(**{name: float(value) for name, value in data.get("scales", {}).items()}),
+        )
 
 
 @cache
