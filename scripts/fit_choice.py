@@ -60,7 +60,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from appliance.answer.question import GRAMMAR_KINDS, answer_kind, ngrams, reading_inputs
 from appliance.answer.quoted.choice import mass_inside, shown_section
-from appliance.answer.quoted.features import BASE_FEATURES, FEATURES, heading_words, model_features, with_question
+from appliance.answer.quoted.features import (
+    BASE_FEATURES,
+    FEATURES,
+    FRAGMENT_WORDS,
+    heading_words,
+    model_features,
+    with_question,
+)
 from appliance.answer.quoted.ranker import HiddenLayer, hidden_scores
 from appliance.answer.quoted.sections import is_within
 from appliance.config import AnswerSettings
@@ -501,10 +508,11 @@ def reading_accuracy(questions: Sequence[dict[str, Any]], reading: Reading):
 
 def leave_one_corpus_out(
     train: Sequence[dict[str, Any]], l2: tuple[float, float], c: float, hidden: tuple[int, float] = (0, 0.0)
-) -> tuple[dict[float | None, dict[str, Any]], dict[float | None, np.ndarray]]:
+) -> tuple[dict[float | None, dict[str, Any]], dict[float | None, np.ndarray], list[str]]:
     """For each shown mass: the figures per group left out and pooled, and each question's merit (complete +
-    right, the groups in order) for the paired comparison of settings. One fit per group serves every mass; the
-    groups are fitted side by side, one process each, up to the machine's cores."""
+    right, the groups in order) for the paired comparison of settings; and the questions' ids in that order. One
+    fit per group serves every mass; the groups are fitted side by side, one process each, up to the machine's
+    cores."""
     by_mass: dict[float | None, dict[str, Any]] = {mass: {} for mass in SHOWN_MASSES}
     pooled: dict[float | None, dict[str, list[dict[str, Any]]]] = {
         mass: {"fitted": [], "fitted_likeliest": [], "today": [], "ceiling": []} for mass in SHOWN_MASSES
@@ -520,7 +528,7 @@ def leave_one_corpus_out(
     for mass in SHOWN_MASSES:
         by_mass[mass]["all (pooled)"] = {name: summary(r) for name, r in pooled[mass].items()}
     merits = {mass: question_merits(pooled[mass]["fitted"]) for mass in SHOWN_MASSES}
-    return by_mass, merits
+    return by_mass, merits, [str(r["id"]) for r in pooled[SHOWN_MASSES[0]]["fitted"]]
 
 
 def question_merits(rows: Sequence[dict[str, Any]]) -> np.ndarray:
@@ -606,6 +614,16 @@ def load_questions(path: Path) -> list[dict[str, Any]]:
     return questions
 
 
+def refragment(questions: Sequence[dict[str, Any]], words: int) -> None:
+    """Recompute each candidate's `fragment` signal as if features.FRAGMENT_WORDS were `words` (0: no section is a
+    fragment), from its length as dumped: a measurement of that length without dumping again."""
+    fragment = BASE_FEATURES.index("fragment")
+    for q in questions:
+        lengths = np.array([c["words"] for c in q["candidates"]])
+        if len(lengths):
+            q["features"][:, fragment] = (lengths < words).astype(q["features"].dtype)
+
+
 def is_training(question: dict[str, Any]) -> bool:
     """The training set, and the procedure set's tune split (procedures.jsonl: chosen on, never reported)."""
     return bool(question["set"] == "train" or (question["set"] == "procedures" and question["split"] == "tune"))
@@ -634,22 +652,38 @@ def main() -> int:
         help="Fit the question's reading on the training questions and their operator-style variants "
         "(READING_VARIANTS; measured in stop 62, not adopted): for comparison, never with --write.",
     )
+    parser.add_argument(
+        "--fragment-words",
+        type=int,
+        help="Read a section shorter than this many words as a fragment (features.FRAGMENT_WORDS; 0: none is), "
+        "recomputed from the dump: a measurement, compared with scripts/compare_choice_fits.py; never with --write.",
+    )
     args = parser.parse_args()
+    if args.fragment_words is not None and args.write:
+        raise SystemExit("--fragment-words is a measurement: the appliance computes features.FRAGMENT_WORDS")
     if args.reading_variants and args.write:
         raise SystemExit("--reading-variants is a measurement: the shipped reading is fitted on the questions as typed")
     global READING_VARIANTS
     READING_VARIANTS = args.reading_variants
     questions = load_questions(args.features)
+    if args.fragment_words is not None:
+        refragment(questions, args.fragment_words)
     train = [q for q in questions if is_training(q)]
-    report: dict[str, Any] = {"training_questions": len(train), "reading_variants": READING_VARIANTS}
+    report: dict[str, Any] = {
+        "training_questions": len(train),
+        "reading_variants": READING_VARIANTS,
+        "fragment_words": FRAGMENT_WORDS if args.fragment_words is None else args.fragment_words,
+    }
 
     # Regularization: chosen out of fold (leave one corpus out), below.
     linear = HIDDEN_LAYERS[0]
     grid = {}
     merits: dict[tuple[Any, ...], np.ndarray] = {}
+    merit_ids: list[str] = []  # the training questions in the order of each merits array
 
     def search(l2: tuple[float, float], c: float, hidden: tuple[int, float]) -> None:
-        by_mass, question_merit = leave_one_corpus_out(train, l2, c, hidden)
+        by_mass, question_merit, ids = leave_one_corpus_out(train, l2, c, hidden)
+        merit_ids[:] = ids
         for mass, folds in by_mass.items():
             grid[(l2, c, hidden, mass)] = folds
             merits[(l2, c, hidden, mass)] = question_merit[mass]
@@ -712,6 +746,9 @@ def main() -> int:
             l2, c, hidden = held[0], held[1], held[2]
     report["chosen"] = settings_json(best)
     report["leave_one_corpus_out"] = grid[best]
+    # Each training question's out-of-fold merit (complete + right) at the chosen settings, in the training
+    # order: two fits on the same dump are compared question by question (scripts/compare_choice_fits.py).
+    report["question_merits"] = dict(zip(merit_ids, (float(m) for m in merits[best]), strict=True))
     report["hidden_layer_out_of_fold"] = {
         f"{units} units, l2 {penalty}": {
             "likeliest": grid[(l2, c, (units, penalty), None)]["all (pooled)"]["fitted"],

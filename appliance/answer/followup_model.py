@@ -11,8 +11,9 @@ everyday English), whether the passages found for the earlier question, or for b
 its words, and its shape (length, the share of words that point back, a clause that opens by continuing
 the last turn).
 Its coefficients, and the scales at which its capped counts reach 1 (Scales), come from scripts/fit_followup.py
-over scripts/qa/followups_train.jsonl and are read from appliance/answer/fitted/followup.json. No signal is an embedder's raw score: the probabilities are the
-evidence decision's, which keeps its own calibration per embedder (models/calibration.py).
+over scripts/qa/followups_train.jsonl and are read from appliance/answer/fitted/followup.json. No signal is an
+embedder's raw score: the probabilities are the evidence decision's, which keeps its own calibration per embedder
+(models/calibration.py).
 """
 
 from __future__ import annotations

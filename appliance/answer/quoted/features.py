@@ -43,6 +43,7 @@ EmbedTexts = Callable[[Sequence[str]], np.ndarray]
 # How much of a section's content an operator acts on, by layout kind (text/layout.py).
 DOING = frozenset({"step", "code", "warning", "caution", "hold"})  # what an operator does, not reads
 ACTIONABLE = {**dict.fromkeys(DOING, 1.0), "item": 0.5, "note": 0.3}
+# A shorter section is a fragment: 15, 60 and no such signal lose out of fold (fit_choice.py --fragment-words).
 FRAGMENT_WORDS = 30
 _TOKEN = re.compile(r"[^\W_]+(?:[-.][^\W_]+)*")
 # A section number at the start of a heading ("6.2 Isolate…", "4. Procedures", "A. Scope"): not a word of it.
