@@ -301,6 +301,18 @@ def measured(
     }, ranker
 
 
+def design(split: int, feature_set: str, count: int, l2: float, decoding: tuple[float, int]) -> dict[str, Any]:
+    """A line-ranker design as the results name it."""
+    return {
+        "paragraph_words": split,
+        "features": feature_set,
+        "sections": count,
+        "l2": l2,
+        "next_ratio": decoding[0],
+        "seeds": decoding[1],
+    }
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--dump", type=Path, default=REPO / ".appliance" / "line_features.pkl")
@@ -357,12 +369,7 @@ def main() -> int:
                             score = sum(ok for ok, _ in pooled) / len(pooled)
                             report["grid"].append(
                                 {
-                                    "paragraph_words": split,
-                                    "features": feature_set,
-                                    "sections": count,
-                                    "l2": l2,
-                                    "next_ratio": decoding[0],
-                                    "seeds": decoding[1],
+                                    **design(split, feature_set, count, l2, decoding),
                                     "budget": budget,
                                     "loco_every_phrase": round(score, 3),
                                     "words_median": sorted(w for _, w in pooled)[len(pooled) // 2],
@@ -373,12 +380,7 @@ def main() -> int:
     assert best is not None
     split, feature_set, count, l2, decoding, budget = best
     report["chosen"] = {
-        "paragraph_words": split,
-        "features": feature_set,
-        "sections": count,
-        "l2": l2,
-        "next_ratio": decoding[0],
-        "seeds": decoding[1],
+        **design(split, feature_set, count, l2, decoding),
         "budget_words": budget,
         "loco_every_phrase": round(best_score, 3),
     }
