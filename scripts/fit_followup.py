@@ -51,8 +51,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # run as a scri
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.followup import Turn, earlier_questions, rule_rewrite
 from appliance.answer.followup_model import (
+    COVER_HITS,
     DEFAULT_SCALES,
     FITTED,
+    READ_HITS,
     FollowupModel,
     Measures,
     Reading,
@@ -109,9 +111,9 @@ class CachedReader:
     """A SearchReader that remembers each text's reading (the same text is read in several cases) and the
     sections its hits are in."""
 
-    def __init__(self, searcher: Searcher) -> None:
+    def __init__(self, searcher: Searcher, read_hits: int = READ_HITS, cover_hits: int = COVER_HITS) -> None:
         self.searcher = searcher
-        self.inner = SearchReader(searcher)
+        self.inner = SearchReader(searcher, read_hits, cover_hits)
         self.readings: dict[str, Reading] = {}
         self.sections: dict[str, tuple[str, ...]] = {}
 
@@ -359,6 +361,42 @@ def sha256(path: Path) -> str:
     return hashlib.sha256(path.read_bytes()).hexdigest()
 
 
+def measure_reach(
+    pairs: Sequence[tuple[int, int]],
+    readers: dict[str, CachedReader],
+    known: dict[str, Callable[[str], bool]],
+    scales: Scales,
+    train: Sequence[Case],
+) -> dict[str, Any]:
+    """How many hits a reading looks at (READ_HITS) and whose text it reads (COVER_HITS), measured: each pair's
+    readings taken afresh, the model refitted at `scales` and its best penalty, compared conversation by
+    conversation with the shipped pair's (`train`) out of fold. A measurement: the shipped pair is the code's."""
+    features = tuple(train[0].values)
+    l2, errors, right = best_penalty(train, features)
+    rows = []
+    for read_hits, cover_hits in pairs:
+        other = {corpus: CachedReader(r.searcher, read_hits, cover_hits) for corpus, r in readers.items()}
+        cases = collect(load(TRAIN), other, known, scales)
+        walks = collect(load(WALKS), other, known, scales)
+        other_l2, other_errors, other_right = best_penalty(cases, features)
+        difference = np.array(other_right, dtype=float) - np.array(right, dtype=float)
+        error = float(np.std(difference, ddof=1) / np.sqrt(len(difference)))
+        rows.append(
+            {
+                "read_hits": read_hits,
+                "cover_hits": cover_hits,
+                "l2": other_l2,
+                "loco_errors": other_errors[other_l2],
+                "paired_standard_error": round(error, 4),
+                "clearly_better": bool(difference.mean() > error),
+                "walks": report(walks, choices(fit(cases, features, other_l2), walks)),
+            }
+        )
+        print(f"reach {read_hits} hits, {cover_hits} read: {rows[-1]['loco_errors']} errors", file=sys.stderr)
+    return {"shipped": {"read_hits": READ_HITS, "cover_hits": COVER_HITS, "l2": l2, "loco_errors": errors[l2]},
+            "others": rows}  # fmt: skip
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--home", type=Path, default=REPO / ".appliance" / "followup")
@@ -367,6 +405,12 @@ def main() -> int:
     )
     parser.add_argument("--out", type=Path, default=FITTED, help=f"The fitted model [{FITTED}]")
     parser.add_argument("--json", type=Path, default=RESULTS, help=f"Every figure [{RESULTS}]")
+    parser.add_argument(
+        "--reach",
+        default="",
+        help="Also measure other READ_HITS:COVER_HITS pairs, e.g. 5:3,20:3,10:1,10:5 (a measurement; the model is "
+        "fitted at the shipped pair)",
+    )
     args = parser.parse_args()
 
     readers: dict[str, CachedReader] = {}
@@ -401,6 +445,9 @@ def main() -> int:
         else None
     )
 
+    pairs = [(int(a), int(b)) for a, b in (pair.split(":") for pair in args.reach.split(",") if pair)]
+    reach = measure_reach(pairs, readers, known, shipped_scales, train) if pairs else None
+
     scales, scale_rows = choose_scales(train, shipped_scales)
     print(f"scales: {scales} (shipped {shipped_scales})", file=sys.stderr)
     train, walks, outside = rescaled(train, scales), rescaled(walks, scales), rescaled(outside, scales)
@@ -417,6 +464,7 @@ def main() -> int:
         "l2": {"chosen": l2, "loco_errors_by_l2": {str(k): v for k, v in errors.items()}},
         "scales": {"chosen": asdict(scales), "shipped": asdict(shipped_scales), "grid": scale_rows},
         "shipped_model_on_todays_readings": as_shipped,
+        "reach": reach,
         "train_leave_one_corpus_out": methods(train, loco(train, features, l2)),
         "walks_fitted_on_all_train": methods(walks, choices(model, walks)),
         "outside_fitted_on_all_train": methods(outside, choices(model, outside)),

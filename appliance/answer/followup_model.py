@@ -92,12 +92,14 @@ class Reader(Protocol):
 class SearchReader:
     """A Reader over the appliance's own searcher (the same search the answer runs)."""
 
-    def __init__(self, searcher: Searcher) -> None:
+    def __init__(self, searcher: Searcher, read_hits: int = READ_HITS, cover_hits: int = COVER_HITS) -> None:
         self.searcher = searcher
+        self.read_hits = read_hits  # scripts/fit_followup.py --reach measures others
+        self.cover_hits = cover_hits
         self._chunks: int | None = None
 
     def read(self, text: str) -> Reading:
-        found = self.searcher.search(text, k=READ_HITS)
+        found = self.searcher.search(text, k=self.read_hits)
         paths = [hit.path for hit in found.hits]
         documents = tuple(dict.fromkeys(paths))
         concentration = paths.count(documents[0]) / len(paths) if paths else 0.0
@@ -108,7 +110,7 @@ class SearchReader:
             documents,
             concentration,
             signals.unknown_name if signals is not None else 0.0,
-            tuple(hit.text for hit in found.hits[:COVER_HITS]),
+            tuple(hit.text for hit in found.hits[: self.cover_hits]),
             found.searched,
         )
 
