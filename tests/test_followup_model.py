@@ -28,6 +28,7 @@ from appliance.answer.followup_model import (
     signals,
 )
 from appliance.config import Settings
+from appliance.errors import ApplianceError
 from appliance.ingest.pipeline import ingest
 from appliance.retrieve.search import Searcher
 from appliance.text.english import english_rarity
@@ -208,3 +209,12 @@ def test_the_model_file_says_its_scales_and_an_older_file_keeps_the_first_ones(t
     del data["model"]["scales"]
     path.write_text(json.dumps(data), encoding="utf-8")
     assert FollowupModel.read(path).scales == Scales(3.0, 8.0, 2.0, 5.0)
+
+
+def test_a_model_file_with_an_unknown_scale_is_refused_by_name(tmp_path: Path) -> None:
+    data = json.loads(FITTED.read_text(encoding="utf-8"))
+    data["model"]["scales"] = {**data["model"]["scales"], "mood": 1.0}
+    path = tmp_path / "followup.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    with pytest.raises(ApplianceError, match=r"followup\.json: its scales cannot be read.*mood"):
+        FollowupModel.read(path)

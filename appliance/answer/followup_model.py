@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Protocol, Self
 
 from appliance.answer.logistic import LogisticModel
+from appliance.errors import ApplianceError
 from appliance.text.english import english_rarity
 from appliance.text.identifiers import is_identifier
 from appliance.text.stems import stem
@@ -241,13 +242,11 @@ class FollowupModel(LogisticModel):
         where the file names none)."""
         data = json.loads(path.read_text(encoding="utf-8"))["model"]
         logistic = LogisticModel.from_json(data)
-        return cls(
-            logistic.features,
-            logistic.weights,
-            logistic.intercept,
-            logistic.threshold,
-            Scales(**{name: float(value) for name, value in data.get("scales", {}).items()}),
-        )
+        try:
+            scales = Scales(**{name: float(value) for name, value in data.get("scales", {}).items()})
+        except (TypeError, ValueError) as exc:
+            raise ApplianceError(f"follow-up model {path}: its scales cannot be read ({exc})") from exc
+        return cls(logistic.features, logistic.weights, logistic.intercept, logistic.threshold, scales)
 
 
 @cache
