@@ -14,11 +14,12 @@
    standardised before the fit (the penalty weighs each alike; the shipped weights are in raw units) and
    the penalty is the one of L2_GRID with the fewest leave-one-corpus-out errors.
    Four signals are capped counts (followup_model.Scales: where subject mass, content words, identifiers and
-   the share of pointing words reach 1). Each scale of SCALE_GRID is tried (the readings are taken once; only
-   the signals are recomputed), each at its own best penalty; the scales the shipped model file holds stay
-   unless another's leave-one-corpus-out decisions are right more often by more than one paired standard
-   error (per conversation), and among those the fewest errors win. The shipped model is also measured as it
-   is on today's readings, beside the refit.
+   the share of pointing words reach 1). Every combination of SCALE_FACTORS times the shipped scales is tried
+   (the readings are taken once; only the signals are recomputed), each at its own best penalty; the scales the
+   shipped model file holds stay unless another's leave-one-corpus-out decisions are right more often by more
+   than one paired standard error (per conversation), and among those the fewest errors win, then the fewest
+   scales changed. --reach measures how far a reading looks (READ_HITS, COVER_HITS) the same way. The shipped
+   model is also measured as it is on today's readings, beside the refit.
 4. Do 3 again with each signal left out in turn (what each one is worth). The candidates tried and dropped
    (a third search for the earlier question's own documents, the embedder cosine between the two questions,
    two more rarity signals: no gain leave-one-corpus-out) are in scripts/results/fit_followup_candidates.txt.
@@ -237,11 +238,11 @@ def scale_grid(shipped: Scales) -> list[Scales]:
 
 
 def best_penalty(cases: Sequence[Case], features: Sequence[str]) -> tuple[float, dict[float, int], list[bool]]:
-    """The penalty of L2_GRID with the fewest leave-one-corpus-out errors (ties to the stronger), the errors of
-    each, and whether each case was decided right at it."""
+    """The penalty of L2_GRID with the fewest leave-one-corpus-out errors (ties to the weaker, as before), the
+    errors of each, and whether each case was decided right at it."""
     decided = {l2: loco(cases, features, l2) for l2 in L2_GRID}
     errors = {l2: sum(j != c.elliptical for c, j in zip(cases, decided[l2], strict=True)) for l2 in L2_GRID}
-    l2 = min(L2_GRID, key=lambda value: (errors[value], -value))
+    l2 = min(L2_GRID, key=lambda value: (errors[value], value))
     return l2, errors, [j == c.elliptical for c, j in zip(cases, decided[l2], strict=True)]
 
 
