@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.question import read_question
-from appliance.answer.quoted.choice import choose_section, overlaps
+from appliance.answer.quoted.choice import Choice, choose_section, overlaps
 from appliance.answer.quoted.label_vectors import LabelVectors
 from appliance.answer.quoted.lines import (
     ALONE_COSINES,
@@ -155,7 +155,7 @@ def dump_question(
 def _lines_by_count(
     searched: str,
     vector: np.ndarray,
-    choice: Any,
+    choice: Choice,
     hit_ranks: dict[str, int],
     labels: LabelVectors,
     item: dict[str, Any],

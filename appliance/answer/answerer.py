@@ -222,6 +222,7 @@ class Answerer:
         timings: dict[str, float],
         started: float,
     ) -> Iterator[AnswerEvent]:
+        meaning = self._meaning(question)
         closest = [
             evidence_item(
                 question,
@@ -230,7 +231,7 @@ class Answerer:
                 rows[hit.chunk_id],
                 document_ids,
                 self.settings.answer.evidence_sentences,
-                meaning=self._meaning(question),
+                meaning=meaning,
             )
             for hit in found.hits[:REFUSAL_CLOSEST]
             if hit.chunk_id in rows
