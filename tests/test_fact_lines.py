@@ -80,6 +80,32 @@ def test_the_word_budget_holds_and_the_likeliest_line_is_shown_whatever_its_leng
     assert texts(pick_passages(long, p, max_words=5, seeds=1)) == ["short one", "short two"]
 
 
+def test_a_line_that_introduces_the_next_is_shown_with_it() -> None:
+    options = lines_of((A, ["Storage goes read-only at 85%.", "Two options:", "Scale storage", "Delete data"]))
+    p = np.array([0.1, 0.6, 0.05, 0.25])  # the introduction is likeliest, what it introduces is not
+    assert texts(pick_passages(options, p, max_words=5, seeds=1)) == ["Two options:", "Scale storage"]
+
+
+def test_an_introduction_whose_line_does_not_fit_is_dropped_and_its_words_go_to_the_passage() -> None:
+    lines = lines_of((A, ["the pool is full", "run the following:", "kubectl get pods -n pool --watch here"]))
+    p = np.array([0.6, 0.3, 0.1])
+    # Before: "the pool is full" and "run the following:" (7 words), the command never fits; the introduction
+    # alone says nothing, so it goes.
+    assert texts(pick_passages(lines, p, max_words=7, seeds=2)) == ["the pool is full"]
+
+
+def test_a_code_block_or_a_table_row_ending_in_a_colon_introduces_nothing() -> None:
+    lines = [
+        Line("spec:", "code", A, 0, None),  # type: ignore[arg-type]
+        Line("a later line of the section", "text", A, 1, None),  # type: ignore[arg-type]
+        Line("| key | value: |", "table", B, 2, None),  # type: ignore[arg-type]
+    ]
+    p = np.array([0.3, 0.2, 0.5])  # the line after the code block does not fit: the block stays all the same
+    assert texts(pick_passages(lines, p, max_words=6, seeds=2)) == ["spec:", "| key | value: |"]
+    prose = [Line("spec:", "text", A, 0, None), *lines[1:]]  # type: ignore[arg-type]
+    assert texts(pick_passages(prose, p, max_words=6, seeds=2)) == ["| key | value: |"]
+
+
 def test_without_seeds_the_likeliest_lines_are_shown_while_nearly_as_likely_as_the_best() -> None:
     p = np.array([0.4, 0.02, 0.02, 0.02, 0.3, 0.02, 0.22])
     assert texts(shown_lines(CANDIDATES, p, 100, next_ratio=0.5, seeds=0)) == texts(pick_lines(CANDIDATES, p, 100, 0.5))

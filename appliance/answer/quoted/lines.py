@@ -241,10 +241,18 @@ def shown_lines(
     return pick_lines(lines, probabilities, max_words, next_ratio)
 
 
-def pick_passages(lines: Sequence[Line], probabilities: np.ndarray, max_words: int, seeds: int) -> list[Line]:
+def pick_passages(
+    lines: Sequence[Line], probabilities: np.ndarray, max_words: int, seeds: int, *, whole_introductions: bool = True
+) -> list[Line]:
     """The `seeds` likeliest lines (the first whatever its length, the others while they fit `max_words`), then,
     while one fits, the likeliest line next to a picked one in the same section, in document order. An answer
-    reads as a passage: the value under the row that names it, the command after the sentence that says why."""
+    reads as a passage: the value under the row that names it, the command after the sentence that says why.
+
+    A line that introduces the next one ("Two options:", "run the following command:") is shown with it or not
+    at all: the likeliest line brings the line it introduces (where it fits), and another introduction whose
+    line did not fit is dropped and its words given to the passage again (stop 66; `whole_introductions` False
+    grows the passages as before, for scripts/measure_introductions.py: no phrase lost out of fold or on the five
+    measured sets)."""
     order = np.argsort(-probabilities)
     cost = [len(line.text.split()) for line in lines]
     picked: set[int] = set()
@@ -254,19 +262,62 @@ def pick_passages(lines: Sequence[Line], probabilities: np.ndarray, max_words: i
             continue
         picked.add(index)
         words += cost[index]
+    if not whole_introductions:
+        _grow(lines, probabilities, cost, picked, set(), words, max_words)
+        return [lines[i] for i in sorted(picked)]
+    first = int(order[0])
+    introduced = _introduced(lines, first)
+    if introduced is not None and introduced not in picked and words + cost[introduced] <= max_words:
+        picked.add(introduced)
+        words += cost[introduced]
+    dropped: set[int] = set()
+    while True:  # each round drops at least one line for good: it ends
+        words = _grow(lines, probabilities, cost, picked, dropped, words, max_words)
+        dangling = {
+            n for n in picked if n != first and (shown := _introduced(lines, n)) is not None and shown not in picked
+        }
+        if not dangling:
+            return [lines[i] for i in sorted(picked)]
+        picked -= dangling
+        dropped |= dangling
+        words -= sum(cost[n] for n in dangling)
+
+
+def _grow(
+    lines: Sequence[Line],
+    probabilities: np.ndarray,
+    cost: Sequence[int],
+    picked: set[int],
+    dropped: set[int],
+    words: int,
+    max_words: int,
+) -> int:
+    """Add the likeliest line next to a picked one in its section while one fits; the words shown after."""
     while True:
         beside = {
             m
             for n in picked
             for m in (n - 1, n + 1)
-            if 0 <= m < len(lines) and m not in picked and lines[m].section is lines[n].section
+            if 0 <= m < len(lines) and m not in picked and m not in dropped and lines[m].section is lines[n].section
         }
         fitting = [m for m in beside if words + cost[m] <= max_words]
         if not fitting:
-            return [lines[i] for i in sorted(picked)]
+            return words
         best = max(fitting, key=lambda m: float(probabilities[m]))
         picked.add(best)
         words += cost[best]
+
+
+def _introduced(lines: Sequence[Line], n: int) -> int | None:
+    """The line that line `n` introduces: the next one in its section, where `n` ends with a colon (text, a step, an
+    item, a note: a code block or a table row ending in ":" is content, not an introduction)."""
+    line = lines[n]
+    if line.kind in ("code", "table") or not line.text.rstrip().endswith(":"):
+        return None
+    following = n + 1
+    if following < len(lines) and lines[following].section is line.section:
+        return following
+    return None
 
 
 def pick_lines(lines: Sequence[Line], probabilities: np.ndarray, max_words: int, next_ratio: float) -> list[Line]:
