@@ -173,7 +173,8 @@ class SearchSettings(Section):
     correct_spelling: bool = Field(
         True,
         description="Search a misspelt word as the documents' word one edit away (postgress -> postgres) and "
-        "say so ('did you mean'); lower-case words of 5+ letters the documents never use, never names.",
+        "say so ('did you mean'); lower-case words of 5+ letters the documents never use, never names or "
+        "English words.",
     )
 
 

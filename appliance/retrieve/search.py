@@ -220,7 +220,7 @@ class Searcher:
         with self.index.reading():  # both retrievers and the evidence see one committed state
             vocabulary = self.vocabulary
             spelling = (
-                correct_spelling(query, vocabulary, self.embedder.count_tokens.split)
+                correct_spelling(query, vocabulary, self.embedder.count_tokens.split, english_words().knows)
                 if self.settings.search.correct_spelling
                 else Spelling(query)
             )

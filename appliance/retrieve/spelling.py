@@ -2,13 +2,16 @@
 
 Only a word that cannot be an English word or a name is corrected: letters only, written in lower case
 (or in a question typed all in one case), not part of an identifier or a hyphenated compound, unknown to
-the documents, and not a whole word of the embedder's WordPiece vocabulary (its ~20,000 whole English
-words: "overlay", "varnish", "blows" and "dew" are words the documents lack, not typos, while "usualy",
-"diffrent" and "postgress" split into pieces). A typo of a stopword ("wich") becomes that stopword; any
-other word of five letters or more becomes the corpus word one edit away (vocabulary.py). Capitalized
-words are left alone, even first in a sentence: "Linkerd" and "Envoy" are names the documents may lack,
-not typos of "linked" and "enjoy". The operator is told what was searched instead ("did you mean …?"),
-so a wrong correction is visible, never silent.
+the documents, not a whole word of the embedder's WordPiece vocabulary (its ~20,000 whole English
+words: "blows" and "dew" are words the documents lack, not typos, while "usualy", "diffrent" and "postgress"
+split into pieces), and, where the English lexicon is given (text/english.py), not one of its words: "overlay",
+"varnish", "upload", "freezer", "anode" and "preemptive" split into pieces too, and were corrected to "overly",
+"vanish", "unload", "freeze", "node" and the documents' own "preemtive" (stop 66, scripts/fit_spelling.py).
+A typo of a stopword ("wich") becomes that stopword; any other word of five letters or more
+(MIN_CORRECTED_LENGTH, measured by that script) becomes the corpus word one edit away (vocabulary.py).
+Capitalized words are left alone, even first in a sentence: "Linkerd" and "Envoy" are names the documents
+may lack, not typos of "linked" and "enjoy". The operator is told what was searched instead ("did you mean
+…?"), so a wrong correction is visible, never silent.
 """
 
 from __future__ import annotations
@@ -71,13 +74,19 @@ def _as_cased(suggestion: str, typed: str) -> str:
 
 
 def suggestion_for(
-    word: str, vocabulary: CorpusVocabulary, word_pieces: Callable[[str], list[str]] | None = None
+    word: str,
+    vocabulary: CorpusVocabulary,
+    word_pieces: Callable[[str], list[str]] | None = None,
+    english: Callable[[str], bool] | None = None,
 ) -> str | None:
-    """What a misspelt word (lower case) was meant to be, or None when it is not a misspelling we can see."""
+    """What a misspelt word (lower case) was meant to be, or None when it is not a misspelling we can see.
+    `english`: whether a word is in the English lexicon (text/english.py), where one is installed."""
     if word in STOPWORDS or vocabulary.knows(word):
         return None
     if word_pieces is not None and len(word_pieces(word)) == 1:
         return None  # a whole word of the vocabulary: English, just not the documents' English
+    if english is not None and english(word):
+        return None  # an English word the documents lack, in more pieces than one
     if len(word) >= 3:
         # The longest: a letter left out is the commonest slip ("wich" is "which" rather than "with").
         stopwords = [v for v in one_edit_variants(word) if v in STOPWORDS and len(v) >= 3]
@@ -89,7 +98,10 @@ def suggestion_for(
 
 
 def correct_spelling(
-    text: str, vocabulary: CorpusVocabulary, word_pieces: Callable[[str], list[str]] | None = None
+    text: str,
+    vocabulary: CorpusVocabulary,
+    word_pieces: Callable[[str], list[str]] | None = None,
+    english: Callable[[str], bool] | None = None,
 ) -> Spelling:
     informative = case_is_informative(text)
     corrections: list[Correction] = []
@@ -99,7 +111,7 @@ def correct_spelling(
         token, start, end = match.group(), match.start(), match.end()
         if not _correctable(token, informative) or _in_compound(text, start, end):
             continue
-        suggested = suggestion_for(token.lower(), vocabulary, word_pieces)
+        suggested = suggestion_for(token.lower(), vocabulary, word_pieces, english)
         if suggested is None:
             continue
         replacement = _as_cased(suggested, token)
