@@ -9,12 +9,14 @@ leaves a word the documents never use, which the evidence decision weighs as unk
 - **As written**: the training questions (choice_train, runbooks_tune, scope_pairs) hold their writers' own typos
   and slang ("shoud", "qouta", "pls", "skid"). Every correction the loosest design makes of them (cut 3, no veto)
   is labelled by hand in scripts/qa/spelling_labels.jsonl: `meant` when the suggestion is the word the writer
-  meant (or a form of it: "faild" → "fail"). Errors: corrections not meant, and meant ones not made.
-- **Drawn typos**: every lower-case word of those questions that the documents write, outside identifiers and
-  compounds, 3 letters or more and no stopword, gets one slip drawn from the question's id and the word (a letter
-  left out, two swapped, one doubled, one replaced by a keyboard neighbour; never the first letter). A slip that
-  is itself a word of the documents, a stopword or a whole WordPiece word is left out. Each is restored, corrected
-  to another word (wrong) or left (missed). One slip per word over-represents short words: a stress test.
+  meant (or a form of it: "faild" → "fail"). Errors: corrections not meant, and meant ones not made. The
+  corrections are the appliance's own (correct_spelling: a word's place counts, "4 hrs" is a unit).
+- **Drawn typos** (each word on its own, out of its question): every lower-case word of those questions that the
+  documents write, outside identifiers and compounds, 3 letters or more and no stopword, gets one slip drawn from
+  the question's id and the word (a letter left out, two swapped, one doubled, one replaced by a keyboard
+  neighbour; never the first letter). A slip that is itself a word of the documents, a stopword or a whole
+  WordPiece word is left out. Each is restored, corrected to another word (wrong) or left (missed). One slip per
+  word over-represents short words: a stress test.
 
 Rule: the design with the fewest errors as written; ties by the drawn typos' errors; then the shipped one. (A
 first version of this script chose by the drawn typos alone and picked cut 3; its corrections as written were
@@ -105,6 +107,17 @@ def suggestion_at(cut: int, veto: bool, word: str, searcher: Any) -> str | None:
         spelling.MIN_CORRECTED_LENGTH = SHIPPED
 
 
+def corrected_at(cut: int, veto: bool, question: str, searcher: Any) -> tuple[spelling.Correction, ...]:
+    """The corrections of a question as written, as the appliance makes them (a word's place counts: "4 hrs")."""
+    spelling.MIN_CORRECTED_LENGTH = cut
+    try:
+        english = english_words().knows if veto else None
+        vocabulary, pieces = searcher.vocabulary, searcher.embedder.count_tokens.split
+        return spelling.correct_spelling(question, vocabulary, pieces, english).corrections
+    finally:
+        spelling.MIN_CORRECTED_LENGTH = SHIPPED
+
+
 def name(design: tuple[int, bool]) -> str:
     cut, veto = design
     return f"cut {cut}" + (", English words kept" if veto else "")
@@ -123,11 +136,10 @@ def main() -> int:
         searcher = searchers(item)
         vocabulary = searcher.vocabulary
         pieces = searcher.embedder.count_tokens.split
+        for design in DESIGNS:
+            for correction in corrected_at(*design, item["question"], searcher):
+                written[design].add((item["id"], correction.typed.lower(), correction.suggested.lower()))
         for word in sorted(set(correctable_words(item["question"]))):
-            for design in DESIGNS:
-                suggested = suggestion_at(*design, word, searcher)
-                if suggested is not None:
-                    written[design].add((item["id"], word, suggested))
             if len(word) < 3 or word in STOPWORDS or not vocabulary.knows(word):
                 continue
             typed = slip(word, item["id"])

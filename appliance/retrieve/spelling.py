@@ -7,15 +7,16 @@ words: "blows" and "dew" are words the documents lack, not typos, while "usualy"
 split into pieces), and, where the English lexicon is given (text/english.py), not one of its words: "overlay",
 "varnish", "upload", "freezer", "anode" and "preemptive" split into pieces too, and were corrected to "overly",
 "vanish", "unload", "freeze", "node" and the documents' own "preemtive" (stop 66, scripts/fit_spelling.py).
-A typo of a stopword ("wich") becomes that stopword; any other word of five letters or more
-(MIN_CORRECTED_LENGTH, measured by that script) becomes the corpus word one edit away (vocabulary.py).
-Capitalized words are left alone, even first in a sentence: "Linkerd" and "Envoy" are names the documents
-may lack, not typos of "linked" and "enjoy". The operator is told what was searched instead ("did you mean
-…?"), so a wrong correction is visible, never silent.
+A typo of a stopword ("wich") becomes that stopword, but for a word after a number ("4 hrs" is a unit, not
+"4 hers"); any other word of five letters or more (MIN_CORRECTED_LENGTH, measured by that script) becomes the
+corpus word one edit away (vocabulary.py). Capitalized words are left alone, even first in a sentence: "Linkerd"
+and "Envoy" are names the documents may lack, not typos of "linked" and "enjoy". The operator is told what was
+searched instead ("did you mean …?"), so a wrong correction is visible, never silent.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -56,6 +57,10 @@ def did_you_mean_line(did_you_mean: dict[str, Any]) -> str:
     return f"Did you mean {suggested}? Searched as: {did_you_mean['question']}"
 
 
+# A number just before a word: "4 hrs", "30 mins", "2.5 secs".
+_NUMBER_BEFORE = re.compile(r"\d\s*$")
+
+
 def _correctable(token: str, informative: bool) -> bool:
     return token.isalpha() and (token.islower() or not informative)
 
@@ -78,16 +83,19 @@ def suggestion_for(
     vocabulary: CorpusVocabulary,
     word_pieces: Callable[[str], list[str]] | None = None,
     english: Callable[[str], bool] | None = None,
+    *,
+    after_number: bool = False,
 ) -> str | None:
     """What a misspelt word (lower case) was meant to be, or None when it is not a misspelling we can see.
-    `english`: whether a word is in the English lexicon (text/english.py), where one is installed."""
+    `english`: whether a word is in the English lexicon (text/english.py), where one is installed; `after_number`:
+    the word follows a number, where it is a unit ("4 hrs"), never a slip of a stopword ("hers")."""
     if word in STOPWORDS or vocabulary.knows(word):
         return None
     if word_pieces is not None and len(word_pieces(word)) == 1:
         return None  # a whole word of the vocabulary: English, just not the documents' English
     if english is not None and english(word):
         return None  # an English word the documents lack, in more pieces than one
-    if len(word) >= 3:
+    if len(word) >= 3 and not after_number:
         # The longest: a letter left out is the commonest slip ("wich" is "which" rather than "with").
         stopwords = [v for v in one_edit_variants(word) if v in STOPWORDS and len(v) >= 3]
         if stopwords:
@@ -111,7 +119,8 @@ def correct_spelling(
         token, start, end = match.group(), match.start(), match.end()
         if not _correctable(token, informative) or _in_compound(text, start, end):
             continue
-        suggested = suggestion_for(token.lower(), vocabulary, word_pieces, english)
+        after_number = _NUMBER_BEFORE.search(text, 0, start) is not None
+        suggested = suggestion_for(token.lower(), vocabulary, word_pieces, english, after_number=after_number)
         if suggested is None:
             continue
         replacement = _as_cased(suggested, token)
