@@ -108,7 +108,7 @@ test-fast: install
 lint: install
 	$(BIN)/ruff check appliance tests scripts
 	$(BIN)/ruff format --check appliance tests scripts
-	$(BIN)/mypy -p appliance -p scripts.lib  # the lab too: the benchmarks' library
+	$(BIN)/mypy -p appliance -p scripts  # the lab too: every benchmark and fit script
 
 PORT ?= 8080
 

@@ -115,7 +115,7 @@ def answers(base: str, questions: list[str]) -> list[dict[str, Any]]:
 def bench_backups(base: str, env: dict[str, str], work: Path, questions: list[str], args: argparse.Namespace) -> Any:
     """Alternate a quiet phase and a backup phase (backups back to back) of --phase-s seconds each, --trials
     times; every ask counts for the phase it started in (asks take seconds here: few start and end in one)."""
-    trials = []
+    trials: list[dict[str, Any]] = []
     quiet: list[float] = []
     during: list[float] = []
     with Askers(base, questions, args.clients) as askers:
@@ -124,7 +124,7 @@ def bench_backups(base: str, env: dict[str, str], work: Path, questions: list[st
             quiet_start = time.monotonic()
             time.sleep(args.phase_s)
             backup_start = time.monotonic()
-            backups = []
+            backups: list[dict[str, Any]] = []
             while not backups or time.monotonic() - backup_start < args.phase_s:
                 dest = work / f"backup-{trial}-{len(backups)}"
                 made, seconds = run(env, "backup", str(dest), "--json")
@@ -188,7 +188,7 @@ def bench_restore(backup: Path, work: Path, base: str, questions: list[str]) -> 
 
 
 def bench_uploads(base: str, trials: int) -> Any:
-    rows = []
+    rows: list[dict[str, Any]] = []
     with httpx.Client(base_url=base, timeout=600.0) as http:
         for trial in range(trials):
             tag = f"CMP-{7100 + trial}"

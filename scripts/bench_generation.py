@@ -110,13 +110,16 @@ def plain_stream(
     times: list[float] = []
     pieces: list[str] = []
     finish = None
-    for chunk in llm.create_chat_completion(
+    # Any, as in the appliance's generator: the declared return type is a union (response | chunk iterator),
+    # not narrowed by stream=True
+    chunks: Any = llm.create_chat_completion(
         messages=[m.as_dict() for m in messages],  # type: ignore[misc]
         max_tokens=max_tokens,
         temperature=0.0,
         stream=True,
-    ):
-        choice = chunk["choices"][0]  # type: ignore[index]
+    )
+    for chunk in chunks:
+        choice = chunk["choices"][0]
         content = choice["delta"].get("content")
         if content:
             times.append(time.perf_counter())

@@ -58,7 +58,7 @@ import tempfile
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path, PurePosixPath
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
@@ -73,6 +73,9 @@ from appliance.ingest.chunker import SECTION_SEPARATOR, chunk_document
 from appliance.ingest.loaders import load_document
 from appliance.ingest.scan import scan_source
 from appliance.text.identifiers import extract_identifiers
+
+if TYPE_CHECKING:  # VectorIndex.client is a Client at run time; its declared ClientAPI type has no close()
+    from chromadb.api.client import Client
 
 REPO = Path(__file__).resolve().parent.parent
 DEFAULT_RUNBOOKS = REPO.parent / "shared" / "data" / "runbooks"
@@ -326,7 +329,9 @@ def home_settings(home: Path, params: Sequence[int], ef_search: int = 100) -> Se
     return Settings(
         home=home,
         models_dir=REPO / "models",
-        vectors=VectorSettings(hnsw_max_neighbors=params[0], hnsw_ef_construction=params[1], hnsw_ef_search=ef_search),
+        vectors=VectorSettings(  # type: ignore[call-arg]  # positional Field defaults (pydantic#9902)
+            hnsw_max_neighbors=params[0], hnsw_ef_construction=params[1], hnsw_ef_search=ef_search
+        ),
     )
 
 
@@ -335,7 +340,7 @@ def open_vectors(settings: Settings, ef_search: int) -> VectorIndex:
     vectors = VectorIndex(settings.vectors, settings.chroma_path)
     if vectors.collection.configuration_json["hnsw"]["ef_search"] != ef_search:
         vectors.collection.modify(configuration={"hnsw": {"ef_search": ef_search}})
-        vectors.client.close()
+        cast("Client", vectors.client).close()
         tuned = settings.vectors.model_copy(update={"hnsw_ef_search": ef_search})
         vectors = VectorIndex(tuned, settings.chroma_path)
     return vectors
@@ -451,7 +456,7 @@ def build_step(job: dict[str, Any]) -> dict[str, Any]:
     catalog.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
     counts = catalog.counts()
     catalog.close()
-    vectors.client.close()
+    cast("Client", vectors.client).close()
     chunks = counts["chunks"]
     chroma_sqlite = sum(p.stat().st_size for p in settings.chroma_path.glob("chroma.sqlite3*"))
     chroma_total = folder_bytes(settings.chroma_path)
@@ -500,7 +505,7 @@ def serve_step(job: dict[str, Any]) -> dict[str, Any]:
     result["rss_after_load_bytes"] = rss_bytes()
     sweep: dict[str, Any] = {}
     for ef in job["efs"]:
-        vectors.client.close()
+        cast("Client", vectors.client).close()
         vectors = open_vectors(settings, ef)
         for vector in queries[:10]:
             hnsw_query(vectors, vector, 10)
@@ -523,7 +528,7 @@ def serve_step(job: dict[str, Any]) -> dict[str, Any]:
     stage: dict[str, Any] = {}
     n = job.get("candidates", 100)
     for ef in job.get("stage_efs", []):
-        vectors.client.close()
+        cast("Client", vectors.client).close()
         vectors = open_vectors(settings, ef)
         for vector in queries[:10]:
             vectors.query(vector, n)
@@ -544,12 +549,12 @@ def serve_step(job: dict[str, Any]) -> dict[str, Any]:
     result["stage"] = stage
     lexical: dict[str, Any] = {}
     if job.get("lexical"):
-        search = SearchSettings()
+        search = SearchSettings()  # type: ignore[call-arg]  # positional Field defaults (pydantic#9902)
         for _, text in job["lexical"][:20]:  # warm the page cache, as a running server has it
             lexical_search(catalog.fulltext, text, job["candidates"])
         for kind, text in job["lexical"]:
             t = time.perf_counter()
-            hits = lexical_search(
+            lexical_hits = lexical_search(  # its own name: hits above are VectorHits
                 catalog.fulltext,
                 text,
                 job["candidates"],
@@ -557,15 +562,15 @@ def serve_step(job: dict[str, Any]) -> dict[str, Any]:
                 identifier_weight=search.identifier_weight,
             )
             t1 = time.perf_counter()
-            catalog.chunks_by_rowids([h.rowid for h in hits])
+            catalog.chunks_by_rowids([h.rowid for h in lexical_hits])
             t2 = time.perf_counter()
             entry = lexical.setdefault(kind, {"query_ms": [], "stage_ms": [], "hits": []})
             entry["query_ms"].append((t1 - t) * 1000.0)
             entry["stage_ms"].append((t2 - t) * 1000.0)
-            entry["hits"].append(len(hits))
+            entry["hits"].append(len(lexical_hits))
     result["lexical"] = lexical
     catalog.close()
-    vectors.client.close()
+    cast("Client", vectors.client).close()
     result["peak_rss_bytes"] = rss_bytes()
     result["load_average_after"] = os.getloadavg()
     return result
@@ -662,7 +667,7 @@ def change_step(job: dict[str, Any]) -> dict[str, Any]:
         "total_s": round(time.perf_counter() - started, 3),
     }
     catalog.close()
-    vectors.client.close()
+    cast("Client", vectors.client).close()
 
     # 2. Through the project's reindex: scan every file, re-read the changed ones, chunk, embed, write.
     if job["reindex"]:
@@ -779,7 +784,7 @@ def measure_size(
     params = args.params
     home = work / f"n{size}"
     files = size <= args.reindex_max
-    default_ef = VectorSettings().hnsw_ef_search
+    default_ef = VectorSettings().hnsw_ef_search  # type: ignore[call-arg]  # positional Field defaults (pydantic#9902)
     stage_efs = sorted({default_ef, *args.stage_efs})
     base_job = {"seed": str(ctx["seed_path"]), "train": str(ctx["train_path"]), "home": str(home), "size": size}
     out(
@@ -809,7 +814,7 @@ def measure_size(
     sets: dict[str, slice] = ctx["sets"]
     sweep = summarize_sweep(serve, truth, sets)
     choice = cheapest_meeting(sweep, list(sets))
-    stage = {}
+    stage: dict[str, dict[str, Any]] = {}
     for ef, entry in serve["stage"].items():
         stage[ef] = {
             "recall@10": round(float(np.mean(recall_at(entry["rows"], truth, 10))), 4),
@@ -818,7 +823,7 @@ def measure_size(
             "hnsw_query_ms": stats_ms(entry["hnsw_ms"]),
             "stage_ms": stats_ms(entry["stage_ms"]),
         }
-    lexical = {
+    lexical: dict[str, dict[str, Any]] = {
         kind: {
             "queries": len(entry["query_ms"]),
             "query_ms": stats_ms(entry["query_ms"]),
@@ -1039,7 +1044,7 @@ def machine() -> dict[str, Any]:
 
 
 def main() -> int:
-    defaults = VectorSettings()
+    defaults = VectorSettings()  # type: ignore[call-arg]  # positional Field defaults (pydantic#9902)
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=parse_ints, default=[100_000, 1_000_000], help="Corpus sizes in chunks.")
     parser.add_argument("--queries", type=int, default=200, help="Held-out perturbed seed chunks used as queries.")
@@ -1153,7 +1158,8 @@ def main() -> int:
             "queries_path": work / "queries.npy",
             "sets": sets,
             "lexical": lexical,
-            "candidates": SearchSettings().candidates,
+            # the ignore: mypy misses positional Field defaults (pydantic#9902)
+            "candidates": SearchSettings().candidates,  # type: ignore[call-arg]
             "embed_chunks_per_s": seed["embed_chunks_per_s"],
         }
         results: dict[str, Any] = {

@@ -422,7 +422,7 @@ def main() -> int:
 def _variants(item: dict[str, Any], answerer: Answerer, original: dict[str, Any]) -> list[dict[str, Any]]:
     from scripts.lib.perturb import perturb
 
-    found = []
+    found: list[dict[str, Any]] = []
     for variant in perturb(item["question"], item["id"]):
         result = answerer.ask(variant.text)
         row = row_for(item, result, 0.0)

@@ -185,7 +185,7 @@ def dump_question(
         else None
     )
     phrases = [flat(p) for p in item["phrases"]]
-    rows_out = []
+    rows_out: list[dict[str, Any]] = []
     for candidate in candidates:
         section = candidate.section
         text = flat(section_text(section))

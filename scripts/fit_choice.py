@@ -356,7 +356,8 @@ def fit_hidden(
 RIGHT_WITHIN = 1.5  # a choice is right when it holds what the best does and is at most this much longer
 # A procedure longer than this is shown trimmed (config answer.max_procedure_words, its default): whether the
 # parts shown hold every step is not known here, so such a choice never counts as complete.
-SHOWN_WHOLE_WORDS = AnswerSettings().max_procedure_words
+# the ignore: mypy misses positional Field defaults (pydantic#9902)
+SHOWN_WHOLE_WORDS = AnswerSettings().max_procedure_words  # type: ignore[call-arg]
 
 
 def outcome(question: dict[str, Any], index: int | None) -> dict[str, Any]:
@@ -489,7 +490,7 @@ def prediction(question: dict[str, Any], reading: Reading, ranker: Ranker, mass:
     }
 
 
-def reading_accuracy(questions: Sequence[dict[str, Any]], reading: Reading):
+def reading_accuracy(questions: Sequence[dict[str, Any]], reading: Reading) -> dict[str, float]:
     answerable = [q for q in questions if q["answerable"] and q["kind"]]
     fitted = [read(reading, q) for q in answerable]
     procedure_right = sum(

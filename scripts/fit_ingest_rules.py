@@ -213,7 +213,8 @@ def sweep(folder: Path) -> dict[str, Any]:
         top = max(score for score, _ in scored)
         # Within NOISE of the best, a document or two of fifteen: the setting nearest the starting point.
         near = [setting for score, setting in scored if score >= top - NOISE]
-        defaults.update(min(near, key=_steps_from_start))
+        nearest: dict[str, Any] = min(near, key=_steps_from_start)  # named: min() in update()'s context misinfers
+        defaults.update(nearest)
     for name, value in defaults.items():
         setattr(_MODULE_OF[name], name, value)
     final, _ = measure(entries, folder)

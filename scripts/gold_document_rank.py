@@ -82,10 +82,10 @@ def main() -> int:
         f"{statistics.median(r['documents'] for r in rows)}"
     )
     print(f"{'gold document rank':>20} {'questions':>10} {'cited':>6} {'recall >= 0.9':>14}")
-    for bucket in ("1", "2", "3-4", "5+", "not found"):
-        if bucket in table:
-            t = table[bucket]
-            print(f"{bucket:>20} {t['questions']:>10} {t['cited']:>6} {t['complete_recall']:>14}")
+    for name in ("1", "2", "3-4", "5+", "not found"):  # not `bucket`: that one is a Counter above
+        if name in table:
+            t = table[name]
+            print(f"{name:>20} {t['questions']:>10} {t['cited']:>6} {t['complete_recall']:>14}")
     if args.json:
         report = {"set": args.set, "hits": args.hits, "by_rank": {k: dict(v) for k, v in table.items()}, "rows": rows}
         args.json.write_text(json.dumps(report, indent=1) + "\n", encoding="utf-8")

@@ -42,7 +42,7 @@ def runtime_closure(root: str) -> dict[str, str]:
             environments = [{"extra": extra} for extra in extras] or [{"extra": ""}]
             if requirement.marker and not any(requirement.marker.evaluate(env) for env in environments):
                 continue
-            child = canonicalize_name(requirement.name)
+            child: str = canonicalize_name(requirement.name)  # str: SAME_MODULE may rename it
             child = SAME_MODULE.get(child, child)
             if (child not in pinned and first_visit) or requirement.extras:
                 pending.append((child, frozenset(requirement.extras)))

@@ -27,6 +27,7 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*)")
 def passages(path: Path, min_chars: int) -> list[tuple[str, str]]:
     """(heading, paragraph) pairs of one Markdown file, code fences left out."""
     found: list[tuple[str, str]] = []
+    block: list[str]
     heading, block, fenced = "", [], False
     for line in [*path.read_text(encoding="utf-8", errors="replace").splitlines(), ""]:
         if line.strip().startswith("```"):
