@@ -242,7 +242,7 @@ class Ranker:
         return p / p.sum()
 
 
-class _Section:
+class DumpedSection:
     """A stand-in for a candidate line's section: the shown lines only compare sections by identity."""
 
 
@@ -250,9 +250,9 @@ def shown(q: dict[str, Any], ranker: Ranker, decoding: tuple[float, int], budget
     """Whether the lines shown hold every phrase, and how many words they are (lines.py shown_lines)."""
     if not q["lines"]:
         return False, 0
-    sections: dict[int, _Section] = {}
+    sections: dict[int, DumpedSection] = {}
     lines = [
-        Line(x["text"], "text", sections.setdefault(x["section"], _Section()), i, None)  # type: ignore[arg-type]
+        Line(x["text"], "text", sections.setdefault(x["section"], DumpedSection()), i, None)  # type: ignore[arg-type]
         for i, x in enumerate(q["lines"])
     ]
     ratio, seeds = decoding

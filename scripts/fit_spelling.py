@@ -89,7 +89,7 @@ def correctable_words(question: str) -> list[str]:
     words = []
     for match in CANDIDATE.finditer(question):
         token = match.group()
-        if token.isalpha() and token.islower() and not spelling._in_compound(question, match.start(), match.end()):
+        if token.isalpha() and token.islower() and not spelling.in_compound(question, match.start(), match.end()):
             words.append(token)
     return words
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import appliance  # noqa: F401  (offline environment first)
 from appliance.answer.quoted.lines import FITTED, Line, pick_passages
-from scripts.fit_lines import GROUPS, Ranker, _Section, at_count
+from scripts.fit_lines import GROUPS, DumpedSection, Ranker, at_count
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -35,9 +35,9 @@ REPO = Path(__file__).resolve().parent.parent
 def candidate_lines(q: dict[str, Any]) -> list[Line]:
     """The dumped lines as the picker sees them: texts in document order, sections compared by identity. The dump
     keeps no layout kind: every line reads as text (a code block ending in ":" is rare, and fenced)."""
-    sections: dict[int, _Section] = {}
+    sections: dict[int, DumpedSection] = {}
     return [
-        Line(x["text"], "text", sections.setdefault(x["section"], _Section()), i, None)  # type: ignore[arg-type]
+        Line(x["text"], "text", sections.setdefault(x["section"], DumpedSection()), i, None)  # type: ignore[arg-type]
         for i, x in enumerate(q["lines"])
     ]
 

@@ -65,7 +65,7 @@ def _correctable(token: str, informative: bool) -> bool:
     return token.isalpha() and (token.islower() or not informative)
 
 
-def _in_compound(text: str, start: int, end: int) -> bool:
+def in_compound(text: str, start: int, end: int) -> bool:
     """Joined to another word by a hyphen, an underscore or a dot: a compound or a name, judged whole."""
     return (start > 0 and text[start - 1] in "-_./") or (end < len(text) and text[end] in "-_/" and end + 1 < len(text))
 
@@ -117,7 +117,7 @@ def correct_spelling(
     last = 0
     for match in CANDIDATE.finditer(text):
         token, start, end = match.group(), match.start(), match.end()
-        if not _correctable(token, informative) or _in_compound(text, start, end):
+        if not _correctable(token, informative) or in_compound(text, start, end):
             continue
         after_number = _NUMBER_BEFORE.search(text, 0, start) is not None
         suggested = suggestion_for(token.lower(), vocabulary, word_pieces, english, after_number=after_number)
