@@ -503,21 +503,21 @@ class ReportsSettings(Section):
 class Settings(Section):
     home: Path = Field(Path(".appliance"), description="Folder holding all state: catalog, vectors, locks, logs.")
     models_dir: Path = Field(Path("models"), description="The local model store; nothing is ever downloaded.")
-    ingest: IngestSettings = Field(default_factory=IngestSettings)  # type: ignore[arg-type]
-    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)  # type: ignore[arg-type]
-    vectors: VectorSettings = Field(default_factory=VectorSettings)  # type: ignore[arg-type]
-    index: IndexSettings = Field(default_factory=IndexSettings)  # type: ignore[arg-type]
-    search: SearchSettings = Field(default_factory=SearchSettings)  # type: ignore[arg-type]
-    rerank: RerankSettings = Field(default_factory=RerankSettings)  # type: ignore[arg-type]
-    evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)  # type: ignore[arg-type]
-    support: SupportSettings = Field(default_factory=SupportSettings)  # type: ignore[arg-type]
-    generator: GeneratorSettings = Field(default_factory=GeneratorSettings)  # type: ignore[arg-type]
-    answer: AnswerSettings = Field(default_factory=AnswerSettings)  # type: ignore[arg-type]
-    followup: FollowupSettings = Field(default_factory=FollowupSettings)  # type: ignore[arg-type]
-    server: ServerSettings = Field(default_factory=ServerSettings)  # type: ignore[arg-type]
-    audit: AuditSettings = Field(default_factory=AuditSettings)  # type: ignore[arg-type]
-    reports: ReportsSettings = Field(default_factory=ReportsSettings)  # type: ignore[arg-type]
-    uploads: UploadSettings = Field(default_factory=UploadSettings)  # type: ignore[arg-type]
+    ingest: IngestSettings = Field(default_factory=IngestSettings)
+    embedder: EmbedderSettings = Field(default_factory=EmbedderSettings)
+    vectors: VectorSettings = Field(default_factory=VectorSettings)
+    index: IndexSettings = Field(default_factory=IndexSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    rerank: RerankSettings = Field(default_factory=RerankSettings)
+    evidence: EvidenceSettings = Field(default_factory=EvidenceSettings)
+    support: SupportSettings = Field(default_factory=SupportSettings)
+    generator: GeneratorSettings = Field(default_factory=GeneratorSettings)
+    answer: AnswerSettings = Field(default_factory=AnswerSettings)
+    followup: FollowupSettings = Field(default_factory=FollowupSettings)
+    server: ServerSettings = Field(default_factory=ServerSettings)
+    audit: AuditSettings = Field(default_factory=AuditSettings)
+    reports: ReportsSettings = Field(default_factory=ReportsSettings)
+    uploads: UploadSettings = Field(default_factory=UploadSettings)
 
     # Derived locations: one place that says where each piece of state lives.
     @property

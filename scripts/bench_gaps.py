@@ -208,9 +208,7 @@ def run_set(spec: str, base: Path, tune: bool, timed_records: int) -> dict[str, 
         sweep = []
         for similarity in (0.5, 0.55, 0.6, 0.65, 0.7, 0.75, 0.8):
             for covered in (0.3, 0.4, 0.5, 0.6, 0.7):
-                config = ReportsSettings(  # type: ignore[call-arg]  # positional Field defaults (pydantic#9902)
-                    cluster_similarity=similarity, covered_confidence=covered
-                )
+                config = ReportsSettings(cluster_similarity=similarity, covered_confidence=covered)
                 result = score(full_report(settings, config, memo.embed, probe), items)
                 sweep.append({"cluster_similarity": similarity, "covered_confidence": covered, **result})
                 print(json.dumps(sweep[-1]), flush=True)

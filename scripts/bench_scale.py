@@ -329,9 +329,7 @@ def home_settings(home: Path, params: Sequence[int], ef_search: int = 100) -> Se
     return Settings(
         home=home,
         models_dir=REPO / "models",
-        vectors=VectorSettings(  # type: ignore[call-arg]  # positional Field defaults (pydantic#9902)
-            hnsw_max_neighbors=params[0], hnsw_ef_construction=params[1], hnsw_ef_search=ef_search
-        ),
+        vectors=VectorSettings(hnsw_max_neighbors=params[0], hnsw_ef_construction=params[1], hnsw_ef_search=ef_search),
     )
 
 
@@ -549,7 +547,7 @@ def serve_step(job: dict[str, Any]) -> dict[str, Any]:
     result["stage"] = stage
     lexical: dict[str, Any] = {}
     if job.get("lexical"):
-        search = SearchSettings()  # type: ignore[call-arg]  # positional Field defaults (pydantic#9902)
+        search = SearchSettings()
         for _, text in job["lexical"][:20]:  # warm the page cache, as a running server has it
             lexical_search(catalog.fulltext, text, job["candidates"])
         for kind, text in job["lexical"]:
@@ -784,7 +782,7 @@ def measure_size(
     params = args.params
     home = work / f"n{size}"
     files = size <= args.reindex_max
-    default_ef = VectorSettings().hnsw_ef_search  # type: ignore[call-arg]  # positional Field defaults (pydantic#9902)
+    default_ef = VectorSettings().hnsw_ef_search
     stage_efs = sorted({default_ef, *args.stage_efs})
     base_job = {"seed": str(ctx["seed_path"]), "train": str(ctx["train_path"]), "home": str(home), "size": size}
     out(
@@ -1044,7 +1042,7 @@ def machine() -> dict[str, Any]:
 
 
 def main() -> int:
-    defaults = VectorSettings()  # type: ignore[call-arg]  # positional Field defaults (pydantic#9902)
+    defaults = VectorSettings()
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--sizes", type=parse_ints, default=[100_000, 1_000_000], help="Corpus sizes in chunks.")
     parser.add_argument("--queries", type=int, default=200, help="Held-out perturbed seed chunks used as queries.")
@@ -1158,8 +1156,7 @@ def main() -> int:
             "queries_path": work / "queries.npy",
             "sets": sets,
             "lexical": lexical,
-            # the ignore: mypy misses positional Field defaults (pydantic#9902)
-            "candidates": SearchSettings().candidates,  # type: ignore[call-arg]
+            "candidates": SearchSettings().candidates,
             "embed_chunks_per_s": seed["embed_chunks_per_s"],
         }
         results: dict[str, Any] = {

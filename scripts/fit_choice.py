@@ -356,8 +356,7 @@ def fit_hidden(
 RIGHT_WITHIN = 1.5  # a choice is right when it holds what the best does and is at most this much longer
 # A procedure longer than this is shown trimmed (config answer.max_procedure_words, its default): whether the
 # parts shown hold every step is not known here, so such a choice never counts as complete.
-# the ignore: mypy misses positional Field defaults (pydantic#9902)
-SHOWN_WHOLE_WORDS = AnswerSettings().max_procedure_words  # type: ignore[call-arg]
+SHOWN_WHOLE_WORDS = AnswerSettings().max_procedure_words
 
 
 def outcome(question: dict[str, Any], index: int | None) -> dict[str, Any]:
