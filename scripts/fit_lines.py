@@ -246,15 +246,21 @@ class DumpedSection:
     """A stand-in for a candidate line's section: the shown lines only compare sections by identity."""
 
 
+def dumped_lines(q: dict[str, Any]) -> list[Line]:
+    """A question's dumped lines as the picker sees them: texts in document order, sections compared by identity.
+    The dump keeps no layout kind: every line reads as text."""
+    sections: dict[int, DumpedSection] = {}
+    return [
+        Line(x["text"], "text", sections.setdefault(x["section"], DumpedSection()), i, None)  # type: ignore[arg-type]
+        for i, x in enumerate(q["lines"])
+    ]
+
+
 def shown(q: dict[str, Any], ranker: Ranker, decoding: tuple[float, int], budget: int) -> tuple[bool, int]:
     """Whether the lines shown hold every phrase, and how many words they are (lines.py shown_lines)."""
     if not q["lines"]:
         return False, 0
-    sections: dict[int, DumpedSection] = {}
-    lines = [
-        Line(x["text"], "text", sections.setdefault(x["section"], DumpedSection()), i, None)  # type: ignore[arg-type]
-        for i, x in enumerate(q["lines"])
-    ]
+    lines = dumped_lines(q)
     ratio, seeds = decoding
     picked = shown_lines(lines, ranker.probabilities(q["features"]), budget, ratio, seeds)
     held = [any(q["lines"][line.item]["holds"][j] for line in picked) for j in range(len(q["phrases"]))]

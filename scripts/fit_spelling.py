@@ -32,6 +32,8 @@ import hashlib
 import json
 import sys
 from collections import Counter
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -98,24 +100,26 @@ LABELS = QA / "spelling_labels.jsonl"
 DESIGNS = tuple((cut, veto) for veto in (False, True) for cut in CUTS)
 
 
-def suggestion_at(cut: int, veto: bool, word: str, searcher: Any) -> str | None:
+@contextmanager
+def designed(cut: int, veto: bool) -> Iterator[Callable[[str], bool] | None]:
+    """The correction at one design: its length cut in place while inside, and its English-word veto (or None)."""
     spelling.MIN_CORRECTED_LENGTH = cut
     try:
-        english = english_words().knows if veto else None
-        return spelling.suggestion_for(word, searcher.vocabulary, searcher.embedder.count_tokens.split, english)
+        yield english_words().knows if veto else None
     finally:
         spelling.MIN_CORRECTED_LENGTH = SHIPPED
+
+
+def suggestion_at(cut: int, veto: bool, word: str, searcher: Any) -> str | None:
+    with designed(cut, veto) as english:
+        return spelling.suggestion_for(word, searcher.vocabulary, searcher.embedder.count_tokens.split, english)
 
 
 def corrected_at(cut: int, veto: bool, question: str, searcher: Any) -> tuple[spelling.Correction, ...]:
     """The corrections of a question as written, as the appliance makes them (a word's place counts: "4 hrs")."""
-    spelling.MIN_CORRECTED_LENGTH = cut
-    try:
-        english = english_words().knows if veto else None
+    with designed(cut, veto) as english:
         vocabulary, pieces = searcher.vocabulary, searcher.embedder.count_tokens.split
         return spelling.correct_spelling(question, vocabulary, pieces, english).corrections
-    finally:
-        spelling.MIN_CORRECTED_LENGTH = SHIPPED
 
 
 def name(design: tuple[int, bool]) -> str:

@@ -26,32 +26,15 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import appliance  # noqa: F401  (offline environment first)
-from appliance.answer.quoted.lines import FITTED, Line, pick_passages
-from scripts.fit_lines import GROUPS, DumpedSection, Ranker, at_count
+from appliance.answer.quoted.lines import FITTED, Line, introduced, pick_passages
+from scripts.fit_lines import GROUPS, Ranker, at_count, dumped_lines
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def candidate_lines(q: dict[str, Any]) -> list[Line]:
-    """The dumped lines as the picker sees them: texts in document order, sections compared by identity. The dump
-    keeps no layout kind: every line reads as text (a code block ending in ":" is rare, and fenced)."""
-    sections: dict[int, DumpedSection] = {}
-    return [
-        Line(x["text"], "text", sections.setdefault(x["section"], DumpedSection()), i, None)  # type: ignore[arg-type]
-        for i, x in enumerate(q["lines"])
-    ]
-
-
-def dangling(q: dict[str, Any], shown: set[int]) -> bool:
-    """An introduction shown without the line after it in its section."""
-    lines = q["lines"]
-    return any(
-        lines[n]["text"].rstrip().endswith(":")
-        and n + 1 < len(lines)
-        and lines[n + 1]["section"] == lines[n]["section"]
-        and n + 1 not in shown
-        for n in shown
-    )
+def dangling(lines: Sequence[Line], shown: set[int]) -> bool:
+    """An introduction shown without the line it introduces (lines.py `introduced`)."""
+    return any((following := introduced(lines, n)) is not None and following not in shown for n in shown)
 
 
 def measure(
@@ -65,13 +48,12 @@ def measure(
             row["words"].append(0)
             continue
         ranker = rankers[q["group"]] if q["set"] == "train" else full
-        picked = pick_passages(
-            candidate_lines(q), ranker.probabilities(q["features"]), budget, seeds, whole_introductions=whole
-        )
+        lines = dumped_lines(q)
+        picked = pick_passages(lines, ranker.probabilities(q["features"]), budget, seeds, whole_introductions=whole)
         shown = {line.item for line in picked}
         row["every_phrase"] += all(any(q["lines"][n]["holds"][j] for n in shown) for j in range(len(q["phrases"])))
         row["words"].append(sum(len(line.text.split()) for line in picked))
-        row["dangling"] += dangling(q, shown)
+        row["dangling"] += dangling(lines, shown)
     return {
         name: {
             "questions": row["questions"],

@@ -266,15 +266,15 @@ def pick_passages(
         _grow(lines, probabilities, cost, picked, set(), words, max_words)
         return [lines[i] for i in sorted(picked)]
     first = int(order[0])
-    introduced = _introduced(lines, first)
-    if introduced is not None and introduced not in picked and words + cost[introduced] <= max_words:
-        picked.add(introduced)
-        words += cost[introduced]
+    brought = introduced(lines, first)
+    if brought is not None and brought not in picked and words + cost[brought] <= max_words:
+        picked.add(brought)
+        words += cost[brought]
     dropped: set[int] = set()
     while True:  # each round drops at least one line for good: it ends
         words = _grow(lines, probabilities, cost, picked, dropped, words, max_words)
         dangling = {
-            n for n in picked if n != first and (shown := _introduced(lines, n)) is not None and shown not in picked
+            n for n in picked if n != first and (shown := introduced(lines, n)) is not None and shown not in picked
         }
         if not dangling:
             return [lines[i] for i in sorted(picked)]
@@ -308,7 +308,7 @@ def _grow(
         words += cost[best]
 
 
-def _introduced(lines: Sequence[Line], n: int) -> int | None:
+def introduced(lines: Sequence[Line], n: int) -> int | None:
     """The line that line `n` introduces: the next one in its section, where `n` ends with a colon (text, a step, an
     item, a note: a code block or a table row ending in ":" is content, not an introduction)."""
     line = lines[n]
